@@ -1,0 +1,64 @@
+// PodInfo: the part of a Kubernetes Pod that gputopo schedules by.
+//
+// Adapters in src/ build it from a Pod object (a request body, a snapshot file, the API server).
+// Only gputopo's own annotations are kept, so that memory stays small with many pods.
+//
+// Thread safety: a value type.
+#ifndef GPUTOPO_POD_INFO_H_
+#define GPUTOPO_POD_INFO_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace gputopo {
+
+enum class PodPhase : uint8_t { kPending, kRunning, kSucceeded, kFailed, kUnknown };
+
+struct OwnerReference {
+  std::string kind;  // "ReplicaSet", "StatefulSet", "Job", ...
+  std::string name;
+  std::string uid;
+  bool controller = false;
+  friend bool operator==(const OwnerReference&, const OwnerReference&) = default;
+};
+
+// Annotations as (key, value) pairs in the order the object had them.
+using AnnotationList = std::vector<std::pair<std::string, std::string>>;
+
+// Returns the value of `key`, or nullopt.
+inline std::optional<std::string_view> FindAnnotation(const AnnotationList& list,
+                                                      std::string_view key) {
+  for (const auto& [k, v] : list) {
+    if (k == key) return std::string_view(v);
+  }
+  return std::nullopt;
+}
+
+struct PodInfo {
+  std::string namespace_name;
+  std::string name;
+  std::string uid;
+  std::string resource_version;
+  std::string node_name;  // spec.nodeName; empty while pending
+  PodPhase phase = PodPhase::kPending;
+  bool deletion_requested = false;  // metadata.deletionTimestamp is set
+  // Effective `nvidia.com/gpu` request: max(sum over containers, max over init containers),
+  // as kube-scheduler computes it. Requests default to limits for extended resources.
+  int64_t gpu_request = 0;
+  std::string pod_template_hash;       // label pod-template-hash, if any
+  std::vector<OwnerReference> owners;  // metadata.ownerReferences
+  AnnotationList annotations;          // only keys with the "gputopo.io/" prefix
+
+  std::string Key() const { return namespace_name + "/" + name; }
+  // A pod that will never run again holds no GPU.
+  bool IsTerminal() const { return phase == PodPhase::kSucceeded || phase == PodPhase::kFailed; }
+  friend bool operator==(const PodInfo&, const PodInfo&) = default;
+};
+
+}  // namespace gputopo
+
+#endif  // GPUTOPO_POD_INFO_H_

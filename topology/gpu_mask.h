@@ -1,0 +1,41 @@
+// GpuMask: a set of GPU indices on one node, as a 64-bit mask (bit i = GPU i).
+//
+// Thread safety: values.
+#ifndef GPUTOPO_TOPOLOGY_GPU_MASK_H_
+#define GPUTOPO_TOPOLOGY_GPU_MASK_H_
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace gputopo::topology {
+
+using GpuMask = uint64_t;
+
+inline constexpr GpuMask Bit(int gpu) { return GpuMask{1} << gpu; }
+inline constexpr bool Has(GpuMask mask, int gpu) { return (mask & Bit(gpu)) != 0; }
+inline constexpr int Count(GpuMask mask) { return std::popcount(mask); }
+// Mask of GPUs 0..count-1.
+inline constexpr GpuMask FirstN(int count) {
+  return count >= 64 ? ~GpuMask{0} : (GpuMask{1} << count) - 1;
+}
+// Indices of the set bits, ascending.
+inline std::vector<int> ToIndices(GpuMask mask) {
+  std::vector<int> out;
+  out.reserve(static_cast<size_t>(Count(mask)));
+  while (mask != 0) {
+    out.push_back(std::countr_zero(mask));
+    mask &= mask - 1;
+  }
+  return out;
+}
+inline GpuMask FromIndices(const std::vector<int>& indices) {
+  GpuMask mask = 0;
+  for (int i : indices) mask |= Bit(i);
+  return mask;
+}
+
+}  // namespace gputopo::topology
+
+#endif  // GPUTOPO_TOPOLOGY_GPU_MASK_H_
