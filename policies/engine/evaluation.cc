@@ -1,0 +1,337 @@
+#include "policies/engine/evaluation.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "gputopo/well_known.h"
+#include "policies/engine/placement_context.h"
+#include "policies/locality/locality.h"
+#include "topology/best_set.h"
+#include "topology/combinations.h"
+
+namespace gputopo::policies {
+namespace {
+
+using topology::Bit;
+using topology::Count;
+
+NodeEvaluation Reject(Verdict verdict, std::string reason, std::string detail) {
+  NodeEvaluation e;
+  e.verdict = verdict;
+  e.reason = std::move(reason);
+  e.detail = std::move(detail);
+  return e;
+}
+
+std::string Plural(int n, std::string_view word) {
+  return std::to_string(n) + " " + std::string(word) + (n == 1 ? "" : "s");
+}
+
+// True when `a` lists lower GPU indices first.
+bool LexicographicallySmaller(GpuMask a, GpuMask b) {
+  while (a != 0 && b != 0) {
+    const int ia = std::countr_zero(a);
+    const int ib = std::countr_zero(b);
+    if (ia != ib) return ia < ib;
+    a &= a - 1;
+    b &= b - 1;
+  }
+  return false;
+}
+
+// The masks of the domains a required locality confines the pod to; one "everything" domain
+// when it is not required.
+std::vector<GpuMask> SearchDomains(const PodRequirements& pod,
+                                   const topology::TopologyShape& shape) {
+  std::vector<GpuMask> domains;
+  if (pod.gpus > 1 && pod.locality_mode == ConstraintMode::kRequired) {
+    if (pod.locality == Locality::kNvLink) {
+      for (int i = 0; i < shape.island_count(); ++i) domains.push_back(shape.island(i));
+      return domains;
+    }
+    if (pod.locality == Locality::kNuma) {
+      for (int id : shape.numa_ids()) domains.push_back(shape.numa_gpus(id));
+      return domains;
+    }
+  }
+  domains.push_back(shape.all_gpus());
+  return domains;
+}
+
+int LargestDomain(const std::vector<GpuMask>& domains, GpuMask within) {
+  int largest = 0;
+  for (GpuMask d : domains) largest = std::max(largest, Count(d & within));
+  return largest;
+}
+
+// Checks that can fail a node whatever other pods do.
+std::optional<NodeEvaluation> CheckResolvable(const PodRequirements& pod, const NodeState& node) {
+  const int n = pod.gpus;
+  if (n > node.gpu_count()) {
+    return Reject(
+        Verdict::kUnresolvable, "gputopo: node has fewer physical GPUs than requested",
+        "needs " + Plural(n, "distinct GPU") + "; node has " + std::to_string(node.gpu_count()));
+  }
+  if (n > node.total_slots()) {
+    return Reject(Verdict::kUnresolvable, "gputopo: node offers fewer GPU slots than requested",
+                  "needs " + std::to_string(n) + " " + std::string(kGpuResource) +
+                      "; node offers " + std::to_string(node.total_slots()));
+  }
+  if (n > 1 && pod.locality_mode == ConstraintMode::kRequired) {
+    const topology::TopologyShape& shape = node.shape();
+    if (pod.locality == Locality::kNvLink) {
+      int largest = 0;
+      for (int i = 0; i < shape.island_count(); ++i)
+        largest = std::max(largest, Count(shape.island(i)));
+      if (!shape.has_nvlink() || largest < n) {
+        return Reject(Verdict::kUnresolvable, "gputopo: no NVLink island large enough",
+                      shape.links_known()
+                          ? "needs " + std::to_string(n) +
+                                " GPUs in one NVLink island; largest has " +
+                                std::to_string(shape.has_nvlink() ? largest : 1)
+                          : "needs " + std::to_string(n) +
+                                " GPUs in one NVLink island; this node's links are unknown");
+      }
+    }
+    if (pod.locality == Locality::kNuma) {
+      int largest = 0;
+      for (int id : shape.numa_ids()) largest = std::max(largest, Count(shape.numa_gpus(id)));
+      if (largest < n) {
+        return Reject(
+            Verdict::kUnresolvable, "gputopo: no NUMA node with enough GPUs",
+            shape.numa_ids().empty()
+                ? "needs " + std::to_string(n) + " GPUs on one NUMA node; NUMA nodes unknown"
+                : "needs " + std::to_string(n) + " GPUs on one NUMA node; largest has " +
+                      std::to_string(largest));
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+struct Eligibility {
+  GpuMask eligible = 0;
+  int exclusive_held = 0;  // GPUs held by an exclusive pod
+  int occupied = 0;        // GPUs with pods, for an exclusive pod
+  int full = 0;            // GPUs without a free slot or share
+  int group = 0;           // GPUs holding the group, under required spread
+};
+
+Eligibility FindEligible(const PlacementContext& ctx) {
+  Eligibility e;
+  for (int g = 0; g < ctx.node.gpu_count(); ++g) {
+    const auto i = static_cast<size_t>(g);
+    if (ctx.node.gpu(g).exclusive) {
+      ++e.exclusive_held;
+    } else if (ctx.pod.exclusive && !topology::Has(ctx.empty, g)) {
+      ++e.occupied;
+    } else if (ctx.free_slots[i] < 1 || ctx.free_milli[i] < ctx.share_milli) {
+      ++e.full;
+    } else if (ctx.pod.spread == SpreadMode::kRequired && topology::Has(ctx.group_gpus, g)) {
+      ++e.group;
+    } else {
+      e.eligible |= Bit(g);
+    }
+  }
+  return e;
+}
+
+std::string DescribeShortfall(const PlacementContext& ctx, const Eligibility& e) {
+  std::string out = "needs " + Plural(ctx.pod.gpus, "GPU") + " with a free slot and " +
+                    std::to_string(ctx.share_milli) + " milli free" +
+                    (ctx.pod.exclusive ? ", no other pod" : "") + "; " +
+                    std::to_string(Count(e.eligible)) + " of " +
+                    std::to_string(ctx.node.gpu_count()) + " qualify";
+  std::vector<std::string> parts;
+  if (e.full > 0) parts.push_back(std::to_string(e.full) + " full");
+  if (e.exclusive_held > 0) parts.push_back(std::to_string(e.exclusive_held) + " held exclusively");
+  if (e.occupied > 0) parts.push_back(std::to_string(e.occupied) + " shared (pod is exclusive)");
+  if (e.group > 0)
+    parts.push_back(std::to_string(e.group) + " already hold group " + ctx.pod.group);
+  if (!parts.empty()) {
+    out += " (";
+    for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
+    out += ")";
+  }
+  return out;
+}
+
+class CandidateSearch {
+ public:
+  CandidateSearch(const PlacementContext& ctx, const Preset& preset) : ctx_(ctx), preset_(preset) {
+    for (const WeightedComponent& c : preset.components()) total_weight_ += c.weight;
+  }
+
+  double WeightedScore(GpuMask gpus) const {
+    double sum = 0.0;
+    for (const WeightedComponent& c : preset_.components()) {
+      if (c.weight > 0.0) sum += c.weight * c.component->Score(ctx_, gpus);
+    }
+    return sum / total_weight_;
+  }
+
+  void Consider(GpuMask gpus) {
+    ++candidates_;
+    const double score = WeightedScore(gpus);
+    if (best_ == 0 || score > best_score_ ||
+        (score == best_score_ && LexicographicallySmaller(gpus, best_))) {
+      best_ = gpus;
+      best_score_ = score;
+    }
+  }
+
+  GpuMask best() const { return best_; }
+  double best_score() const { return best_score_; }
+  uint64_t candidates() const { return candidates_; }
+
+ private:
+  const PlacementContext& ctx_;
+  const Preset& preset_;
+  double total_weight_ = 0.0;
+  GpuMask best_ = 0;
+  double best_score_ = 0.0;
+  uint64_t candidates_ = 0;
+};
+
+}  // namespace
+
+std::string_view VerdictName(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kFits:
+      return "fits";
+    case Verdict::kUnschedulable:
+      return "unschedulable";
+    case Verdict::kUnresolvable:
+      return "unresolvable";
+  }
+  return "?";
+}
+
+NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node,
+                            const Preset& preset) {
+  if (!node.has_topology()) {
+    return Reject(Verdict::kUnresolvable, "gputopo: node topology invalid", node.topology_error());
+  }
+  if (pod.gpus <= 0) {
+    NodeEvaluation e;
+    e.verdict = Verdict::kFits;
+    e.detail = "pod requests no GPU";
+    e.weighted_score = kMaxComponentScore;
+    e.score = static_cast<int>(kMaxComponentScore);
+    return e;
+  }
+  if (auto rejected = CheckResolvable(pod, node)) return *rejected;
+
+  const PlacementContext ctx = MakePlacementContext(pod, node);
+  if (ctx.node_free_slots < pod.gpus) {
+    return Reject(
+        Verdict::kUnschedulable, "gputopo: not enough free GPU slots",
+        "needs " + std::to_string(pod.gpus) + " slots; " + std::to_string(ctx.node_free_slots) +
+            " of " + std::to_string(node.total_slots()) + " free" +
+            (node.unplaced_slots() > 0
+                 ? " (" + std::to_string(node.unplaced_slots()) + " held by pods on unknown GPUs)"
+                 : ""));
+  }
+  const Eligibility eligibility = FindEligible(ctx);
+  if (Count(eligibility.eligible) < pod.gpus) {
+    std::string reason =
+        eligibility.group > 0 && Count(eligibility.eligible) + eligibility.group >= pod.gpus
+            ? "gputopo: spread required and the free GPUs hold the pod's group"
+            : "gputopo: not enough GPUs with free capacity";
+    return Reject(Verdict::kUnschedulable, std::move(reason), DescribeShortfall(ctx, eligibility));
+  }
+
+  // Pods bound without a known GPU may sit on any GPU that looks empty: an exclusive pod can
+  // only count on the empty GPUs they cannot all cover.
+  if (pod.exclusive && node.unplaced_slots() > 0 &&
+      Count(eligibility.eligible) - node.unplaced_slots() < pod.gpus) {
+    return Reject(Verdict::kUnschedulable, "gputopo: pods on unknown GPUs may hold the empty GPUs",
+                  std::to_string(Count(eligibility.eligible)) + " GPUs look empty, but " +
+                      std::to_string(node.unplaced_slots()) +
+                      " slots are held by pods without gputopo.io/assigned-gpus");
+  }
+
+  const std::vector<GpuMask> domains = SearchDomains(pod, ctx.shape);
+  std::vector<GpuMask> pools;
+  uint64_t combinations = 0;
+  for (GpuMask domain : domains) {
+    const GpuMask pool = domain & eligibility.eligible;
+    if (Count(pool) < pod.gpus) continue;
+    pools.push_back(pool);
+    const uint64_t c = topology::Binomial(Count(pool), pod.gpus);
+    combinations = combinations > UINT64_MAX - c ? UINT64_MAX : combinations + c;
+  }
+  if (pools.empty()) {
+    const bool island = pod.locality == Locality::kNvLink;
+    return Reject(Verdict::kUnschedulable,
+                  island ? "gputopo: no NVLink island with enough free GPUs"
+                         : "gputopo: no NUMA node with enough free GPUs",
+                  "needs " + std::to_string(pod.gpus) + " free GPUs in one " +
+                      (island ? "NVLink island" : "NUMA node") + "; at most " +
+                      std::to_string(LargestDomain(domains, eligibility.eligible)) + " are");
+  }
+
+  CandidateSearch search(ctx, preset);
+  const bool exact = combinations <= topology::kExactSearchLimit;
+  for (GpuMask pool : pools) {
+    if (exact) {
+      topology::ForEachCombination(pool, pod.gpus, [&](GpuMask set) {
+        search.Consider(set);
+        return true;
+      });
+      continue;
+    }
+    // Heuristic: bandwidth-greedy sets from every seed, and the N best GPUs on their own.
+    for (GpuMask seeds = pool; seeds != 0; seeds &= seeds - 1) {
+      const topology::BestSet grown =
+          topology::GrowGreedily(ctx.shape, pool, std::countr_zero(seeds), pod.gpus);
+      if (grown.gpus != 0) search.Consider(grown.gpus);
+    }
+    std::vector<std::pair<double, int>> singles;
+    for (GpuMask rest = pool; rest != 0; rest &= rest - 1) {
+      const int g = std::countr_zero(rest);
+      singles.emplace_back(-search.WeightedScore(Bit(g)), g);
+    }
+    std::sort(singles.begin(), singles.end());
+    GpuMask top = 0;
+    for (int i = 0; i < pod.gpus; ++i) top |= Bit(singles[static_cast<size_t>(i)].second);
+    search.Consider(top);
+  }
+
+  NodeEvaluation e;
+  e.verdict = Verdict::kFits;
+  e.gpus = search.best();
+  e.weighted_score = search.best_score();
+  e.score = static_cast<int>(std::clamp(std::lround(e.weighted_score), 0L, 10L));
+  e.candidates = search.candidates();
+  e.heuristic = !exact;
+  for (const WeightedComponent& c : preset.components()) {
+    e.components.push_back({std::string(c.component->Name()), c.weight,
+                            c.component->Score(ctx, e.gpus), c.component->Explain(ctx, e.gpus)});
+  }
+  return e;
+}
+
+uint32_t PodEvaluator::Evaluate(const NodeState& node) {
+  if (!node.has_topology()) {  // the error text differs per node: not memoised
+    evaluations_.push_back(EvaluateNode(pod_, node, preset_));
+    return static_cast<uint32_t>(evaluations_.size() - 1);
+  }
+  key_.assign(node.signature());
+  const GpuMask group = pod_.spread == SpreadMode::kNone ? 0 : node.GroupGpus(pod_.group);
+  char bytes[sizeof(group)];
+  std::memcpy(bytes, &group, sizeof(group));
+  key_.append(bytes, sizeof(group));
+  auto [it, inserted] = memo_.try_emplace(key_, static_cast<uint32_t>(evaluations_.size()));
+  if (!inserted) {
+    ++hits_;
+    return it->second;
+  }
+  evaluations_.push_back(EvaluateNode(pod_, node, preset_));
+  return it->second;
+}
+
+}  // namespace gputopo::policies

@@ -1,0 +1,83 @@
+// ComponentRegistry: the explicit map from component name to factory, and presets built from it.
+//
+// A factory validates its arguments before it builds anything, so a preset file with a typo in
+// a name, an unknown argument or an out-of-range value fails to load with a message, at start.
+//
+// Thread safety: build single-threaded, then share read-only.
+#ifndef GPUTOPO_POLICIES_REGISTRY_COMPONENT_REGISTRY_H_
+#define GPUTOPO_POLICIES_REGISTRY_COMPONENT_REGISTRY_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gputopo/status.h"
+#include "policies/engine/score_component.h"
+#include "policies/registry/component_args.h"
+
+namespace gputopo::policies {
+
+using ComponentFactory =
+    std::function<Result<std::shared_ptr<const ScoreComponent>>(const ComponentArgs&)>;
+
+class ComponentRegistry {
+ public:
+  // AlreadyExists when the name is taken.
+  Status Register(std::string name, ComponentFactory factory);
+  // NotFound for an unknown name; the factory's error for bad arguments.
+  Result<std::shared_ptr<const ScoreComponent>> Create(std::string_view name,
+                                                       const ComponentArgs& args) const;
+  std::vector<std::string> Names() const;
+
+ private:
+  std::map<std::string, ComponentFactory, std::less<>> factories_;
+};
+
+// replica-spread, locality, fragmentation, slot-balance.
+ComponentRegistry BuiltinComponents();
+
+struct WeightedComponent {
+  std::shared_ptr<const ScoreComponent> component;
+  double weight = 0.0;
+};
+
+// A named weighting of components: how one kind of cluster wants nodes ranked.
+class Preset {
+ public:
+  Preset(std::string name, std::string description, std::vector<WeightedComponent> components)
+      : name_(std::move(name)),
+        description_(std::move(description)),
+        components_(std::move(components)) {}
+  const std::string& name() const { return name_; }
+  const std::string& description() const { return description_; }
+  const std::vector<WeightedComponent>& components() const { return components_; }
+
+ private:
+  std::string name_;
+  std::string description_;
+  std::vector<WeightedComponent> components_;
+};
+
+// Error when a component is unknown, its arguments are bad, a weight is negative or not finite,
+// a component appears twice, or all weights are zero.
+Result<std::shared_ptr<const Preset>> BuildPreset(const PresetSpec& spec,
+                                                  const ComponentRegistry& registry);
+
+// The presets a server knows, one of them the default.
+class PresetCatalog {
+ public:
+  void Add(std::shared_ptr<const Preset> preset);
+  // nullptr when unknown.
+  std::shared_ptr<const Preset> Find(std::string_view name) const;
+  std::vector<std::string> Names() const;
+
+ private:
+  std::map<std::string, std::shared_ptr<const Preset>, std::less<>> presets_;
+};
+
+}  // namespace gputopo::policies
+
+#endif  // GPUTOPO_POLICIES_REGISTRY_COMPONENT_REGISTRY_H_

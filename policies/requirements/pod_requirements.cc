@@ -1,0 +1,154 @@
+#include "policies/requirements/pod_requirements.h"
+
+#include <charconv>
+#include <tuple>
+
+#include "gputopo/well_known.h"
+
+namespace gputopo::policies {
+namespace {
+
+// Go's strconv.ParseBool forms.
+std::optional<bool> ParseBool(std::string_view v) {
+  if (v == "1" || v == "t" || v == "T" || v == "true" || v == "TRUE" || v == "True") return true;
+  if (v == "0" || v == "f" || v == "F" || v == "false" || v == "FALSE" || v == "False") {
+    return false;
+  }
+  return std::nullopt;
+}
+
+Status BadAnnotation(std::string_view key, std::string_view value, std::string_view expected) {
+  return InvalidArgument("annotation " + std::string(key) + "='" + std::string(value) +
+                         "' is invalid: expected " + std::string(expected));
+}
+
+constexpr size_t kMaxGroupLength = 253;
+
+}  // namespace
+
+std::string_view SpreadModeName(SpreadMode mode) {
+  switch (mode) {
+    case SpreadMode::kNone:
+      return "none";
+    case SpreadMode::kPreferred:
+      return "preferred";
+    case SpreadMode::kRequired:
+      return "required";
+  }
+  return "?";
+}
+
+std::string_view LocalityName(Locality locality) {
+  switch (locality) {
+    case Locality::kNone:
+      return "none";
+    case Locality::kNvLink:
+      return "nvlink";
+    case Locality::kNuma:
+      return "numa";
+  }
+  return "?";
+}
+
+std::string_view ConstraintModeName(ConstraintMode mode) {
+  return mode == ConstraintMode::kRequired ? "required" : "preferred";
+}
+
+int PodRequirements::ShareMilli(int replicas) const {
+  if (exclusive) return kWholeGpuMilli;
+  if (gpu_milli) return *gpu_milli;
+  return kWholeGpuMilli / (replicas < 1 ? 1 : replicas);
+}
+
+std::pair<std::string, std::string> DefaultGroupOf(const PodInfo& pod) {
+  const OwnerReference* owner = nullptr;
+  for (const OwnerReference& ref : pod.owners) {
+    if (ref.controller) {
+      owner = &ref;
+      break;
+    }
+  }
+  if (owner == nullptr && !pod.owners.empty()) owner = &pod.owners.front();
+  const std::string& ns = pod.namespace_name;
+  if (owner == nullptr) return {ns + "/Pod/" + pod.name, "the pod alone (no owner)"};
+  if (owner->kind == "ReplicaSet" && !pod.pod_template_hash.empty()) {
+    const std::string suffix = "-" + pod.pod_template_hash;
+    const std::string& rs = owner->name;
+    if (rs.size() > suffix.size() &&
+        rs.compare(rs.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      const std::string deployment = rs.substr(0, rs.size() - suffix.size());
+      return {ns + "/Deployment/" + deployment,
+              "Deployment " + deployment + " (via ReplicaSet " + rs + ")"};
+    }
+  }
+  return {ns + "/" + owner->kind + "/" + owner->name, owner->kind + " " + owner->name};
+}
+
+Result<PodRequirements> RequirementsOf(const PodInfo& pod) {
+  PodRequirements req;
+  if (pod.gpu_request < 0 || pod.gpu_request > kMaxGpuRequest) {
+    return InvalidArgument(std::string(kGpuResource) + " request " +
+                           std::to_string(pod.gpu_request) + " is out of range 0.." +
+                           std::to_string(kMaxGpuRequest));
+  }
+  req.gpus = static_cast<int>(pod.gpu_request);
+  req.locality = req.gpus > 1 ? Locality::kNvLink : Locality::kNone;
+
+  if (auto v = FindAnnotation(pod.annotations, kAnnotationSpread)) {
+    if (*v == "required")
+      req.spread = SpreadMode::kRequired;
+    else if (*v == "preferred")
+      req.spread = SpreadMode::kPreferred;
+    else if (*v == "none")
+      req.spread = SpreadMode::kNone;
+    else
+      return BadAnnotation(kAnnotationSpread, *v, "required, preferred or none");
+  }
+  if (auto v = FindAnnotation(pod.annotations, kAnnotationLocality)) {
+    if (*v == "nvlink")
+      req.locality = Locality::kNvLink;
+    else if (*v == "numa")
+      req.locality = Locality::kNuma;
+    else if (*v == "none")
+      req.locality = Locality::kNone;
+    else
+      return BadAnnotation(kAnnotationLocality, *v, "nvlink, numa or none");
+  }
+  if (auto v = FindAnnotation(pod.annotations, kAnnotationLocalityMode)) {
+    if (*v == "required")
+      req.locality_mode = ConstraintMode::kRequired;
+    else if (*v == "preferred")
+      req.locality_mode = ConstraintMode::kPreferred;
+    else
+      return BadAnnotation(kAnnotationLocalityMode, *v, "required or preferred");
+  }
+  if (auto v = FindAnnotation(pod.annotations, kAnnotationExclusive)) {
+    std::optional<bool> b = ParseBool(*v);
+    if (!b) return BadAnnotation(kAnnotationExclusive, *v, "true or false");
+    req.exclusive = *b;
+  }
+  if (auto v = FindAnnotation(pod.annotations, kAnnotationGpuMilli)) {
+    int milli = 0;
+    auto [ptr, ec] = std::from_chars(v->data(), v->data() + v->size(), milli);
+    if (ec != std::errc() || ptr != v->data() + v->size() || milli < 1 || milli > kWholeGpuMilli) {
+      return BadAnnotation(kAnnotationGpuMilli, *v, "an integer in 1..1000");
+    }
+    req.gpu_milli = milli;
+  }
+  if (auto v = FindAnnotation(pod.annotations, kAnnotationPolicy)) {
+    if (v->empty()) return BadAnnotation(kAnnotationPolicy, *v, "a preset name");
+    req.policy = std::string(*v);
+  }
+  if (auto v = FindAnnotation(pod.annotations, kAnnotationGroup)) {
+    if (v->empty() || v->size() > kMaxGroupLength) {
+      return BadAnnotation(kAnnotationGroup, *v, "a name of 1..253 characters");
+    }
+    req.group = pod.namespace_name + "/" + std::string(*v);
+    req.group_source = "annotation " + std::string(kAnnotationGroup);
+  } else {
+    std::tie(req.group, req.group_source) = DefaultGroupOf(pod);
+  }
+  return req;
+}
+
+}  // namespace gputopo::policies

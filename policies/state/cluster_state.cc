@@ -1,0 +1,276 @@
+#include "policies/state/cluster_state.h"
+
+#include "gputopo/well_known.h"
+#include "policies/requirements/pod_requirements.h"
+
+namespace gputopo::policies {
+
+std::vector<std::string> SplitAssignedGpus(std::string_view value) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= value.size()) {
+    size_t end = value.find(',', start);
+    if (end == std::string_view::npos) end = value.size();
+    std::string_view item = value.substr(start, end - start);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!item.empty()) out.emplace_back(item);
+    start = end + 1;
+  }
+  return out;
+}
+
+ClusterState::ClusterState(const topology::TopologyResolver& resolver)
+    : resolver_(resolver), index_(std::make_shared<const NodeIndex>()) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  PublishLocked();
+}
+
+void ClusterState::Reset(const std::vector<NodeInfo>& nodes, const std::vector<PodInfo>& pods) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Keep reservations of binds in flight whose pods are still pending in the new list.
+  std::unordered_map<std::string, PodEntry> reserved;
+  for (auto& [uid, entry] : pods_) {
+    if (entry.reserved) reserved.emplace(uid, std::move(entry));
+  }
+  nodes_.clear();
+  pods_.clear();
+  pods_by_node_.clear();
+  for (const NodeInfo& node : nodes) {
+    nodes_.insert_or_assign(node.name, NodeEntry{node, resolver_.Resolve(node)});
+  }
+  for (const PodInfo& pod : pods) {
+    auto it = reserved.find(pod.uid);
+    if (it != reserved.end() && pod.node_name.empty() && !pod.IsTerminal()) {
+      PodEntry entry = std::move(it->second);
+      reserved.erase(it);  // a pod listed twice must not take the moved-from entry
+      entry.info = pod;
+      pods_by_node_[entry.node].insert(pod.uid);
+      pods_.insert_or_assign(pod.uid, std::move(entry));
+      continue;
+    }
+    PutPodLocked(pod);
+  }
+  auto index = std::make_shared<NodeIndex>();
+  node_states_.clear();
+  for (const auto& [name, entry] : nodes_) {
+    index->emplace(name, node_states_.size());
+    node_states_.push_back(nullptr);
+  }
+  index_ = std::move(index);
+  for (const auto& [name, entry] : nodes_) RebuildNodeLocked(name);
+  PublishLocked();
+}
+
+void ClusterState::UpsertNode(const NodeInfo& node) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  nodes_.insert_or_assign(node.name, NodeEntry{node, resolver_.Resolve(node)});
+  if (index_->find(node.name) == index_->end()) {
+    auto index = std::make_shared<NodeIndex>(*index_);
+    index->emplace(node.name, node_states_.size());
+    node_states_.push_back(nullptr);
+    index_ = std::move(index);
+  }
+  RebuildNodeLocked(node.name);
+  PublishLocked();
+}
+
+void ClusterState::RemoveNode(std::string_view name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return;
+  nodes_.erase(it);
+  // Pods bound to it stay in the pod table: they are the API server's to delete.
+  auto index = std::make_shared<NodeIndex>();
+  std::vector<std::shared_ptr<const NodeState>> states;
+  for (const auto& state : node_states_) {
+    if (state->name() == name) continue;
+    index->emplace(state->name(), states.size());
+    states.push_back(state);
+  }
+  node_states_ = std::move(states);
+  index_ = std::move(index);
+  PublishLocked();
+}
+
+void ClusterState::UpsertPod(const PodInfo& pod) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  PutPodLocked(pod);
+  PublishLocked();
+}
+
+void ClusterState::RemovePod(std::string_view uid) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = pods_.find(std::string(uid));
+  if (it == pods_.end()) return;
+  DetachPodLocked(it->second);
+  pods_.erase(it);
+  PublishLocked();
+}
+
+void ClusterState::PutPodLocked(const PodInfo& pod) {
+  auto it = pods_.find(pod.uid);
+  if (pod.gpu_request <= 0 || pod.IsTerminal()) {
+    if (it != pods_.end()) {
+      DetachPodLocked(it->second);
+      pods_.erase(it);
+    }
+    return;
+  }
+  if (it == pods_.end()) it = pods_.emplace(pod.uid, PodEntry{}).first;
+  PodEntry& entry = it->second;
+  if (pod.node_name.empty()) {
+    // Pending. A reservation stays (its bind is in flight); a pod seen bound never goes back
+    // to pending (spec.nodeName is immutable), so such an event is stale and ignored.
+    if (!entry.node.empty() && !entry.reserved) return;
+    entry.info = pod;
+    if (entry.reserved) RebuildNodeLocked(entry.node);
+    return;
+  }
+  std::vector<std::string> assigned;
+  if (auto value = FindAnnotation(pod.annotations, kAnnotationAssignedGpus)) {
+    assigned = SplitAssignedGpus(*value);
+  }
+  if (entry.reserved && entry.node == pod.node_name &&
+      (assigned.empty() || assigned == entry.assigned)) {
+    // Our own bind, now seen through the API: the reservation becomes a placement.
+    entry.info = pod;
+    entry.reserved = false;
+    RebuildNodeLocked(entry.node);
+    return;
+  }
+  if (entry.node != pod.node_name) DetachPodLocked(entry);
+  entry.info = pod;
+  entry.node = pod.node_name;
+  entry.assigned = std::move(assigned);
+  entry.reserved = false;
+  pods_by_node_[entry.node].insert(pod.uid);
+  RebuildNodeLocked(entry.node);
+}
+
+void ClusterState::DetachPodLocked(PodEntry& entry) {
+  if (entry.node.empty()) return;
+  const std::string node = entry.node;
+  auto it = pods_by_node_.find(node);
+  if (it != pods_by_node_.end()) {
+    it->second.erase(entry.info.uid);
+    if (it->second.empty()) pods_by_node_.erase(it);
+  }
+  entry.node.clear();
+  entry.assigned.clear();
+  entry.reserved = false;
+  RebuildNodeLocked(node);
+}
+
+void ClusterState::RebuildNodeLocked(const std::string& name) {
+  auto node_it = nodes_.find(name);
+  auto index_it = index_->find(name);
+  if (node_it == nodes_.end() || index_it == index_->end()) return;  // node not known (yet)
+  std::vector<PodPlacement> placements;
+  if (auto pods_it = pods_by_node_.find(name); pods_it != pods_by_node_.end()) {
+    placements.reserve(pods_it->second.size());
+    for (const std::string& uid : pods_it->second) {
+      const PodEntry& entry = pods_.at(uid);
+      PodPlacement placement;
+      placement.pod_uid = uid;
+      placement.pod_key = entry.info.Key();
+      placement.slots = static_cast<int>(entry.info.gpu_request);
+      placement.reserved = entry.reserved;
+      placement.assigned = entry.assigned;
+      Result<PodRequirements> req = RequirementsOf(entry.info);
+      if (req.ok()) {
+        placement.group = req->group;
+        placement.milli_per_gpu = req->gpu_milli.value_or(0);
+        placement.exclusive = req->exclusive;
+      } else {
+        placement.group = DefaultGroupOf(entry.info).first;
+      }
+      placements.push_back(std::move(placement));
+    }
+  }
+  node_states_[index_it->second] = std::make_shared<const NodeState>(
+      NodeState::Build(name, node_it->second.topology, placements, next_version_++));
+}
+
+void ClusterState::PublishLocked() {
+  auto snapshot = std::make_shared<const ClusterSnapshot>(++generation_, node_states_, index_);
+  std::lock_guard<std::mutex> lock(snapshot_mutex_);
+  snapshot_ = std::move(snapshot);
+}
+
+std::shared_ptr<const ClusterSnapshot> ClusterState::Snapshot() const {
+  std::lock_guard<std::mutex> lock(snapshot_mutex_);
+  return snapshot_;
+}
+
+Status ClusterState::Reserve(const Reservation& reservation) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto index_it = index_->find(reservation.node);
+  if (index_it == index_->end()) return NotFound("node " + reservation.node + " is not known");
+  const NodeState& current = *node_states_[index_it->second];
+  if (current.version() != reservation.node_version) {
+    return Conflict("node " + reservation.node + " changed while the placement was chosen");
+  }
+  if (!current.has_topology()) return FailedPrecondition(current.topology_error());
+  std::vector<std::string> labels;
+  for (int gpu : reservation.gpus) {
+    if (gpu < 0 || gpu >= current.gpu_count()) {
+      return InvalidArgument("GPU " + std::to_string(gpu) + " is not on node " + reservation.node);
+    }
+    labels.push_back(current.GpuLabel(gpu));
+  }
+  auto it = pods_.find(reservation.pod.uid);
+  if (it != pods_.end() && !it->second.node.empty()) {
+    return Conflict("pod " + reservation.pod.Key() + " already holds GPUs on node " +
+                    it->second.node);
+  }
+  if (it == pods_.end()) it = pods_.emplace(reservation.pod.uid, PodEntry{}).first;
+  PodEntry& entry = it->second;
+  entry.info = reservation.pod;
+  entry.node = reservation.node;
+  entry.assigned = std::move(labels);
+  entry.reserved = true;
+  pods_by_node_[entry.node].insert(entry.info.uid);
+  RebuildNodeLocked(entry.node);
+  PublishLocked();
+  return Status::Ok();
+}
+
+void ClusterState::ConfirmBinding(std::string_view uid, std::string_view node) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = pods_.find(std::string(uid));
+  if (it == pods_.end() || !it->second.reserved || it->second.node != node) return;
+  it->second.reserved = false;
+  it->second.info.node_name = std::string(node);
+  RebuildNodeLocked(it->second.node);
+  PublishLocked();
+}
+
+void ClusterState::CancelReservation(std::string_view uid) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = pods_.find(std::string(uid));
+  if (it == pods_.end() || !it->second.reserved) return;
+  DetachPodLocked(it->second);
+  PublishLocked();
+}
+
+std::optional<PodInfo> ClusterState::FindPod(std::string_view uid) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = pods_.find(std::string(uid));
+  if (it == pods_.end()) return std::nullopt;
+  return it->second.info;
+}
+
+ClusterCounts ClusterState::Counts() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ClusterCounts counts;
+  counts.nodes = nodes_.size();
+  counts.pods = pods_.size();
+  for (const auto& [uid, entry] : pods_) {
+    counts.placed_pods += entry.node.empty() ? 0 : 1;
+    counts.reservations += entry.reserved ? 1 : 0;
+  }
+  return counts;
+}
+
+}  // namespace gputopo::policies

@@ -1,0 +1,119 @@
+// ClusterState: the cache of GPU nodes and GPU pods that scheduling decisions read.
+//
+// Fed with Node and Pod changes (from a snapshot file, or a watch of the API server) and with
+// reservations made by bind. Every change rebuilds the NodeState of the node it touches from
+// the pod table, so no pod is ever counted twice, and publishes a new immutable
+// ClusterSnapshot. Filter and prioritize read snapshots and never block on writers for longer
+// than a pointer copy.
+//
+// Reservations: bind reserves GPUs here before it writes to the API server, so concurrent
+// cycles see them at once. Reserve() is optimistic: it names the NodeState version it decided
+// on and fails with Conflict if the node changed since, so that the caller decides again. A
+// reservation becomes a plain placement when the pod is seen bound (ConfirmBinding or a pod
+// update), and is undone by CancelReservation on any failure.
+//
+// Thread safety: thread-safe. Writers are serialised by an internal mutex; readers take
+// snapshots.
+#ifndef GPUTOPO_POLICIES_STATE_CLUSTER_STATE_H_
+#define GPUTOPO_POLICIES_STATE_CLUSTER_STATE_H_
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "gputopo/node_info.h"
+#include "gputopo/pod_info.h"
+#include "gputopo/status.h"
+#include "policies/state/cluster_snapshot.h"
+#include "policies/state/node_state.h"
+#include "topology/topology_resolver.h"
+
+namespace gputopo::policies {
+
+struct Reservation {
+  PodInfo pod;
+  std::string node;
+  std::vector<int> gpus;      // GPU indices on the node, one per requested replica
+  uint64_t node_version = 0;  // the NodeState version the choice was made on
+};
+
+struct ClusterCounts {
+  size_t nodes = 0;
+  size_t pods = 0;          // GPU pods known, pending included
+  size_t placed_pods = 0;   // holding GPUs on a node
+  size_t reservations = 0;  // binds in flight
+};
+
+class ClusterState {
+ public:
+  // `resolver` must outlive the state.
+  explicit ClusterState(const topology::TopologyResolver& resolver);
+  ClusterState(const ClusterState&) = delete;
+  ClusterState& operator=(const ClusterState&) = delete;
+
+  // Replaces the whole state (a fresh list), keeping reservations of pods still pending.
+  void Reset(const std::vector<NodeInfo>& nodes, const std::vector<PodInfo>& pods);
+  void UpsertNode(const NodeInfo& node);
+  void RemoveNode(std::string_view name);
+  // A pod that requests no GPU, or has finished, is dropped (and frees what it held).
+  void UpsertPod(const PodInfo& pod);
+  void RemovePod(std::string_view uid);
+
+  // Conflict when the node changed since reservation.node_version, or the pod is already
+  // placed; NotFound when the node is unknown.
+  Status Reserve(const Reservation& reservation);
+  // The reserved pod was bound: its reservation becomes a placement.
+  void ConfirmBinding(std::string_view uid, std::string_view node);
+  // Undoes a reservation; does nothing when `uid` holds none.
+  void CancelReservation(std::string_view uid);
+
+  std::shared_ptr<const ClusterSnapshot> Snapshot() const;
+  std::optional<PodInfo> FindPod(std::string_view uid) const;
+  ClusterCounts Counts() const;
+
+ private:
+  struct PodEntry {
+    PodInfo info;
+    std::string node;  // where it holds GPUs; empty when it holds none
+    std::vector<std::string>
+        assigned;  // GPU labels it holds (from the annotation or a reservation)
+    bool reserved = false;
+  };
+  struct NodeEntry {
+    NodeInfo info;
+    Result<topology::ResolvedTopology> topology{InvalidArgument("unresolved")};
+  };
+
+  // All private functions require mutex_ to be held.
+  void PutPodLocked(const PodInfo& pod);
+  void DetachPodLocked(PodEntry& entry);
+  void RebuildNodeLocked(const std::string& name);
+  void PublishLocked();
+
+  const topology::TopologyResolver& resolver_;
+
+  mutable std::mutex mutex_;
+  std::map<std::string, NodeEntry, std::less<>> nodes_;                     // GUARDED_BY(mutex_)
+  std::unordered_map<std::string, PodEntry> pods_;                          // GUARDED_BY(mutex_)
+  std::map<std::string, std::set<std::string>, std::less<>> pods_by_node_;  // GUARDED_BY(mutex_)
+  std::vector<std::shared_ptr<const NodeState>> node_states_;               // GUARDED_BY(mutex_)
+  std::shared_ptr<const NodeIndex> index_;                                  // GUARDED_BY(mutex_)
+  uint64_t next_version_ = 1;                                               // GUARDED_BY(mutex_)
+  uint64_t generation_ = 0;                                                 // GUARDED_BY(mutex_)
+
+  mutable std::mutex snapshot_mutex_;
+  std::shared_ptr<const ClusterSnapshot> snapshot_;  // GUARDED_BY(snapshot_mutex_)
+};
+
+// Splits "a,b,c" into entries, trimming spaces and dropping empty ones.
+std::vector<std::string> SplitAssignedGpus(std::string_view value);
+
+}  // namespace gputopo::policies
+
+#endif  // GPUTOPO_POLICIES_STATE_CLUSTER_STATE_H_

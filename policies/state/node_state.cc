@@ -1,0 +1,142 @@
+#include "policies/state/node_state.h"
+
+#include <charconv>
+#include <cstring>
+
+#include "policies/requirements/pod_requirements.h"
+
+namespace gputopo::policies {
+namespace {
+
+void AppendInt(std::string& out, int64_t value) {
+  char buffer[sizeof(value)];
+  std::memcpy(buffer, &value, sizeof(value));
+  out.append(buffer, sizeof(value));
+}
+
+}  // namespace
+
+std::string NodeState::GpuLabel(int index) const {
+  const auto& gpus = *topology_.gpus;
+  if (index >= 0 && index < static_cast<int>(gpus.size()) &&
+      !gpus[static_cast<size_t>(index)].uuid.empty()) {
+    return gpus[static_cast<size_t>(index)].uuid;
+  }
+  return std::to_string(index);
+}
+
+Result<std::vector<int>> NodeState::ParseAssigned(const std::vector<std::string>& entries) const {
+  std::vector<int> indices;
+  const auto& gpus = *topology_.gpus;
+  for (const std::string& entry : entries) {
+    int found = -1;
+    for (size_t i = 0; i < gpus.size(); ++i) {
+      if (!gpus[i].uuid.empty() && gpus[i].uuid == entry) found = static_cast<int>(i);
+    }
+    if (found < 0) {
+      int index = -1;
+      auto [ptr, ec] = std::from_chars(entry.data(), entry.data() + entry.size(), index);
+      if (ec == std::errc() && ptr == entry.data() + entry.size() && index >= 0 &&
+          index < gpu_count()) {
+        found = index;
+      }
+    }
+    if (found < 0) return InvalidArgument("GPU '" + entry + "' is not on node " + name_);
+    indices.push_back(found);
+  }
+  return indices;
+}
+
+int NodeState::gpu_free_slots(int index) const {
+  const GpuOccupancy& g = gpu(index);
+  if (g.exclusive) return 0;
+  return g.slots_used >= replicas() ? 0 : replicas() - g.slots_used;
+}
+
+int NodeState::gpu_free_milli(int index) const {
+  const GpuOccupancy& g = gpu(index);
+  if (g.exclusive) return 0;
+  return g.milli_used >= kWholeGpuMilli ? 0 : kWholeGpuMilli - g.milli_used;
+}
+
+GpuMask NodeState::GroupGpus(std::string_view group) const {
+  GpuMask mask = 0;
+  for (int i = 0; i < gpu_count(); ++i) {
+    for (const Occupant& o : gpus_[static_cast<size_t>(i)].occupants) {
+      if (o.group == group) {
+        mask |= topology::Bit(i);
+        break;
+      }
+    }
+  }
+  return mask;
+}
+
+NodeState NodeState::Build(std::string name, Result<topology::ResolvedTopology> resolved,
+                           const std::vector<PodPlacement>& pods, uint64_t version) {
+  NodeState node;
+  node.name_ = std::move(name);
+  node.version_ = version;
+  if (!resolved.ok()) {
+    node.topology_error_ = resolved.status().message();
+    if (node.topology_error_.empty()) node.topology_error_ = "topology unavailable";
+    // Pods still count against the node: it has slots kubelet hands out.
+    for (const PodPlacement& pod : pods) {
+      node.unplaced_.push_back({pod.pod_uid, pod.pod_key, pod.slots, "node topology unknown"});
+      node.unplaced_slots_ += pod.slots;
+    }
+    node.used_slots_ = node.unplaced_slots_;
+    node.signature_ = "error";
+    return node;
+  }
+  node.topology_ = std::move(resolved).value();
+  node.gpus_.resize(static_cast<size_t>(node.topology_.shape->gpu_count()));
+  for (const PodPlacement& pod : pods) {
+    Result<std::vector<int>> indices =
+        pod.assigned.empty() ? Result<std::vector<int>>(NotFound("no gputopo.io/assigned-gpus"))
+                             : node.ParseAssigned(pod.assigned);
+    if (!indices.ok()) {
+      node.unplaced_.push_back({pod.pod_uid, pod.pod_key, pod.slots, indices.status().message()});
+      node.unplaced_slots_ += pod.slots;
+      continue;
+    }
+    const int milli = pod.exclusive ? kWholeGpuMilli
+                      : pod.milli_per_gpu > 0
+                          ? pod.milli_per_gpu
+                          : kWholeGpuMilli / (node.replicas() < 1 ? 1 : node.replicas());
+    // One slot per assigned entry; a pod that names the same GPU twice holds two of its slots.
+    for (int index : *indices) {
+      GpuOccupancy& gpu = node.gpus_[static_cast<size_t>(index)];
+      gpu.slots_used += 1;
+      gpu.milli_used += milli;
+      gpu.exclusive |= pod.exclusive;
+      gpu.occupants.push_back(
+          {pod.pod_uid, pod.pod_key, pod.group, milli, pod.exclusive, pod.reserved});
+    }
+    // Replicas requested beyond the GPUs listed are held somewhere unknown on the node.
+    const int extra = pod.slots - static_cast<int>(indices->size());
+    if (extra > 0) {
+      node.unplaced_.push_back({pod.pod_uid, pod.pod_key, extra,
+                                "requests more replicas than gputopo.io/assigned-gpus lists"});
+      node.unplaced_slots_ += extra;
+    }
+  }
+  node.used_slots_ = node.unplaced_slots_;
+  std::string& sig = node.signature_;
+  sig.reserve(32 + node.gpus_.size() * 8);
+  const auto shape_address = reinterpret_cast<std::uintptr_t>(node.topology_.shape.get());
+  AppendInt(sig, static_cast<int64_t>(shape_address));
+  AppendInt(sig, node.replicas());
+  AppendInt(sig, node.total_slots());
+  AppendInt(sig, node.unplaced_slots_);
+  for (size_t i = 0; i < node.gpus_.size(); ++i) {
+    const GpuOccupancy& gpu = node.gpus_[i];
+    node.used_slots_ += gpu.slots_used;
+    if (gpu.occupants.empty()) node.empty_gpus_ |= topology::Bit(static_cast<int>(i));
+    const int32_t packed[2] = {gpu.slots_used, gpu.milli_used * 2 + (gpu.exclusive ? 1 : 0)};
+    sig.append(reinterpret_cast<const char*>(packed), sizeof(packed));
+  }
+  return node;
+}
+
+}  // namespace gputopo::policies

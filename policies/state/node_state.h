@@ -1,0 +1,121 @@
+// NodeState: one node's GPUs and who holds them, at one instant.
+//
+// Time-slicing makes each physical GPU R `nvidia.com/gpu` replicas ("slots"). Each pod placed
+// on a GPU takes one slot and a share of it in milli-GPUs (its gputopo.io/gpu-milli, else
+// 1000/R); shares on one GPU never exceed 1000 when gputopo places them. An exclusive pod's GPU
+// takes no other pod. Pods bound to the node without a readable gputopo.io/assigned-gpus hold
+// slots of the node but no known GPU ("unplaced").
+//
+// Immutable once built: ClusterState builds a new NodeState on every change, so a scheduling
+// cycle can read a snapshot without locks.
+//
+// Thread safety: immutable; safe to share.
+#ifndef GPUTOPO_POLICIES_STATE_NODE_STATE_H_
+#define GPUTOPO_POLICIES_STATE_NODE_STATE_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gputopo/status.h"
+#include "topology/gpu_mask.h"
+#include "topology/topology_resolver.h"
+
+namespace gputopo::policies {
+
+using topology::GpuMask;
+
+struct Occupant {
+  std::string pod_uid;
+  std::string pod_key;  // "<namespace>/<name>"
+  std::string group;
+  int milli = 0;  // share of this GPU held
+  bool exclusive = false;
+  bool reserved = false;  // a bind is in flight; not yet seen bound through the API
+};
+
+struct GpuOccupancy {
+  int slots_used = 0;
+  int milli_used = 0;
+  bool exclusive = false;  // held by an exclusive pod: nobody else may join
+  std::vector<Occupant> occupants;
+};
+
+struct UnplacedPod {
+  std::string pod_uid;
+  std::string pod_key;
+  int slots = 0;
+  std::string reason;  // why its GPUs are unknown
+};
+
+// A pod's hold on this node, the input NodeState is built from.
+struct PodPlacement {
+  std::string pod_uid;
+  std::string pod_key;
+  std::string group;
+  int milli_per_gpu = 0;  // 0: the node's default share, 1000/R
+  bool exclusive = false;
+  bool reserved = false;
+  int slots = 0;                      // nvidia.com/gpu replicas the pod holds
+  std::vector<std::string> assigned;  // gputopo.io/assigned-gpus entries; empty: none
+};
+
+class NodeState {
+ public:
+  // `version` must differ from that of every other NodeState of this node.
+  static NodeState Build(std::string name, Result<topology::ResolvedTopology> topology,
+                         const std::vector<PodPlacement>& pods, uint64_t version);
+
+  const std::string& name() const { return name_; }
+  uint64_t version() const { return version_; }
+
+  bool has_topology() const { return topology_error_.empty(); }
+  // Precondition: has_topology().
+  const topology::ResolvedTopology& topology() const { return topology_; }
+  const topology::TopologyShape& shape() const { return *topology_.shape; }
+  // Why the topology could not be resolved; empty when it was.
+  const std::string& topology_error() const { return topology_error_; }
+
+  int gpu_count() const { return static_cast<int>(gpus_.size()); }
+  int replicas() const { return topology_.replicas_per_gpu; }
+  int total_slots() const { return topology_.total_slots; }
+  const GpuOccupancy& gpu(int index) const { return gpus_[static_cast<size_t>(index)]; }
+  const std::vector<UnplacedPod>& unplaced() const { return unplaced_; }
+  int unplaced_slots() const { return unplaced_slots_; }
+  int used_slots() const { return used_slots_; }
+  int free_slots() const { return used_slots_ >= total_slots() ? 0 : total_slots() - used_slots_; }
+
+  // Free slots and milli of one GPU (never negative); an exclusive GPU has none.
+  int gpu_free_slots(int index) const;
+  int gpu_free_milli(int index) const;
+  // GPUs holding no pod at all.
+  GpuMask empty_gpus() const { return empty_gpus_; }
+  // GPUs that hold at least one pod of `group`.
+  GpuMask GroupGpus(std::string_view group) const;
+
+  // Bytes that identify everything placement depends on apart from the pod's group: the shape,
+  // replicas, slot totals and each GPU's use. Equal signatures evaluate equally.
+  const std::string& signature() const { return signature_; }
+
+  // The label gputopo writes for GPU `index` in gputopo.io/assigned-gpus: its UUID, or the index.
+  std::string GpuLabel(int index) const;
+  // Parses assigned-gpus entries (UUIDs or indices) into GPU indices; error names the bad entry.
+  Result<std::vector<int>> ParseAssigned(const std::vector<std::string>& entries) const;
+
+ private:
+  std::string name_;
+  uint64_t version_ = 0;
+  topology::ResolvedTopology topology_;
+  std::string topology_error_;
+  std::vector<GpuOccupancy> gpus_;
+  std::vector<UnplacedPod> unplaced_;
+  int unplaced_slots_ = 0;
+  int used_slots_ = 0;
+  GpuMask empty_gpus_ = 0;
+  std::string signature_;
+};
+
+}  // namespace gputopo::policies
+
+#endif  // GPUTOPO_POLICIES_STATE_NODE_STATE_H_

@@ -1,0 +1,180 @@
+// Scoring maths of each component, table-driven, with the arithmetic worked in the comments.
+#include <gtest/gtest.h>
+
+#include "policies/fragmentation/fragmentation.h"
+#include "policies/locality/locality.h"
+#include "policies/replica_spread/replica_spread.h"
+#include "policies/slot_balance/slot_balance.h"
+#include "test/support/builders.h"
+#include "test/support/test_cluster.h"
+
+namespace gputopo::policies {
+namespace {
+
+using testing::MakeNode;
+using testing::MakePod;
+using topology::Bit;
+
+TEST(ReplicaSpreadScoreTest, Table) {
+  struct Case {
+    int n, same_gpu, same_island;
+    double penalty, want;
+  };
+  const Case cases[] = {
+      {1, 0, 0, 0.25, 10.0},  // nobody of the group nearby: 10 * (1 - 0/1)
+      {1, 1, 0, 0.25, 0.0},   // the one GPU holds a replica: 10 * (1 - 1/1)
+      {1, 0, 1, 0.25, 7.5},   // only the island does: 10 * (1 - 0.25/1)
+      {2, 1, 0, 0.25, 5.0},   // one of two GPUs shared: 10 * (1 - 1/2)
+      {4, 1, 2, 0.25, 6.25},  // 10 * (1 - (1 + 2*0.25)/4) = 10 * 0.625
+      {4, 0, 4, 0.5, 5.0},    // 10 * (1 - 4*0.5/4)
+      {2, 3, 0, 0.25, 0.0},   // more penalties than GPUs clamps at 0
+      {0, 0, 0, 0.25, 10.0},  // no GPUs requested: neutral
+  };
+  for (const Case& c : cases) {
+    EXPECT_DOUBLE_EQ(ReplicaSpreadScore(c.n, c.same_gpu, c.same_island, c.penalty), c.want)
+        << c.n << " " << c.same_gpu << " " << c.same_island;
+  }
+}
+
+TEST(LocalityScoreTest, Table) {
+  struct Case {
+    const char* what;
+    double weight, best, numa, best_numa, numa_weight;
+    bool met;
+    double cap, want;
+  };
+  const Case cases[] = {
+      // DGX-1 quad {0,1,2,3}: 9 NVLinks = 225 = best; one NUMA node: 10 * (0.8*1 + 0.2*1).
+      {"dgx1 full quad", 225, 225, 1.0, 1.0, 0.2, true, 4, 10.0},
+      // DGX-1 {0,1,4,5}: 25+50+6+6+50+25 = 162; half on each NUMA node:
+      // 10 * (0.8 * 162/225 + 0.2 * 0.5/1) = 10 * (0.576 + 0.1) = 6.76.
+      {"dgx1 split quad", 162, 225, 0.5, 1.0, 0.2, true, 4, 6.76},
+      // Target missed caps the score: min(6.76, 4).
+      {"dgx1 split quad, target missed", 162, 225, 0.5, 1.0, 0.2, false, 4, 4.0},
+      // All-to-all NVSwitch, split over NUMA nodes: 10 * (0.8 + 0.2 * 0.5) = 9.
+      {"hgx split numa", 6 * 450, 6 * 450, 0.5, 1.0, 0.2, true, 4, 9.0},
+      // Each GPU on its own NUMA node: best share is 1/4 too, so no penalty: 10.
+      {"h100x4 own numa", 6 * 150, 6 * 150, 0.25, 0.25, 0.2, true, 4, 10.0},
+      // PCIe pair across sockets: SYS 6 of best NODE 10; 10 * (0.8*0.6 + 0.2*0.5) = 5.8, capped.
+      {"pcie across sockets", 6, 10, 0.5, 1.0, 0.2, false, 4, 4.0},
+      // numa_weight 0: bandwidth alone, 10 * 162/225 = 7.2.
+      {"bandwidth only", 162, 225, 0.5, 1.0, 0.0, true, 4, 7.2},
+  };
+  for (const Case& c : cases) {
+    EXPECT_NEAR(LocalityScore(c.weight, c.best, c.numa, c.best_numa, c.numa_weight, c.met, c.cap),
+                c.want, 1e-9)
+        << c.what;
+  }
+}
+
+TEST(FragmentationScoreTest, Table) {
+  // score = clamp(5 - 5 * delta / 1000, 0, 10): each GPU's worth newly stranded costs 5.
+  EXPECT_DOUBLE_EQ(FragmentationScore(0), 5.0);
+  EXPECT_DOUBLE_EQ(FragmentationScore(-1000), 10.0);
+  EXPECT_DOUBLE_EQ(FragmentationScore(1000), 0.0);
+  EXPECT_DOUBLE_EQ(FragmentationScore(500), 2.5);
+  EXPECT_DOUBLE_EQ(FragmentationScore(-2000), 10.0);  // clamped
+  EXPECT_DOUBLE_EQ(FragmentationScore(3000), 0.0);    // clamped
+}
+
+FreeView View(std::vector<int> free_milli, std::vector<int> free_slots, int node_free_slots,
+              std::vector<GpuMask> domains) {
+  FreeView view;
+  view.gpu_count = static_cast<int>(free_milli.size());
+  for (size_t i = 0; i < free_milli.size(); ++i) {
+    view.free_milli[i] = free_milli[i];
+    view.free_slots[i] = free_slots[i];
+  }
+  view.node_free_slots = node_free_slots;
+  view.domains = std::move(domains);
+  return view;
+}
+
+TEST(FragmentMilliTest, Table) {
+  // GPUs free: 1000 (2 slots), 500 (1 slot), 250 (1 slot), 0 (no slot). Total free 1750.
+  const FreeView one_domain = View({1000, 500, 250, 0}, {2, 1, 1, 0}, 4, {0xF});
+  struct Case {
+    const char* what;
+    WorkloadClass cls;
+    double want;
+  };
+  const Case cases[] = {
+      // Half-GPU pods can use GPUs 0 and 1; GPU 2's 250 is stranded: 250.
+      {"half", {1, 500, 1}, 250},
+      // Quarter pods use 0, 1, 2; nothing stranded (GPU 3 has 0 free).
+      {"quarter", {1, 250, 1}, 0},
+      // Whole-GPU pods fit on GPU 0 only; 500 + 250 stranded.
+      {"whole", {1, 1000, 1}, 750},
+      // Two whole GPUs do not fit at all: all 1750 is stranded.
+      {"two whole", {2, 1000, 1}, 1750},
+  };
+  for (const Case& c : cases) EXPECT_DOUBLE_EQ(FragmentMilli(one_domain, c.cls), c.want) << c.what;
+
+  // Node-level slots: 1 free slot cannot host a 2-GPU pod even with 2 usable GPUs.
+  EXPECT_DOUBLE_EQ(FragmentMilli(View({1000, 1000}, {1, 1}, 1, {0x3}), {2, 500, 1}), 2000);
+  // Two empty GPUs in different domains cannot host a 2-GPU pod that needs one domain.
+  const FreeView split = View({1000, 0, 1000, 0}, {1, 0, 1, 0}, 2, {0x3, 0xC});
+  EXPECT_DOUBLE_EQ(FragmentMilli(split, {2, 1000, 1}), 2000);
+  const FreeView together = View({1000, 1000, 0, 0}, {1, 1, 0, 0}, 2, {0x3, 0xC});
+  EXPECT_DOUBLE_EQ(FragmentMilli(together, {2, 1000, 1}), 0);
+  // Weighted mean: (1 * 250 + 3 * 750) / 4 = 625.
+  EXPECT_DOUBLE_EQ(ExpectedFragmentMilli(one_domain, {{1, 500, 1}, {1, 1000, 3}}), 625);
+}
+
+TEST(SlotBalanceScoreTest, Table) {
+  EXPECT_DOUBLE_EQ(SlotBalanceScore(8, 16), 5.0);  // 10 * 8/16
+  EXPECT_DOUBLE_EQ(SlotBalanceScore(16, 16), 10.0);
+  EXPECT_DOUBLE_EQ(SlotBalanceScore(0, 16), 0.0);
+  EXPECT_DOUBLE_EQ(SlotBalanceScore(-1, 16), 0.0);  // clamped
+  EXPECT_DOUBLE_EQ(SlotBalanceScore(3, 0), 0.0);    // no slots at all
+}
+
+// Components on a real node: packing a shared GPU strands less than opening an empty one.
+TEST(FragmentationComponentTest, PrefersTheSharedGpuForAnotherWorkload) {
+  testing::TestCluster cluster;
+  cluster.Add(MakeNode().Name("n").Profile("pcie8").Replicas(4).Allocatable(32).Obj());
+  cluster.Add(MakePod().Name("other").Gpus(1).Group("other").OnNode("n").Assigned("0").Obj());
+  const auto node = cluster.Node("n");
+  const PodInfo pod = MakePod().Name("p").Gpus(1).Group("mine").Obj();
+  const PodRequirements req = *RequirementsOf(pod);
+  const PlacementContext ctx = MakePlacementContext(req, *node);
+  const Fragmentation frag(Fragmentation::DefaultWorkload());
+  EXPECT_GT(frag.Score(ctx, Bit(0)), frag.Score(ctx, Bit(1)));
+  EXPECT_NE(frag.Explain(ctx, Bit(1)).find("stranded"), std::string::npos);
+  // Replica spread sees no group member on either GPU.
+  const ReplicaSpread spread;
+  EXPECT_EQ(spread.Score(ctx, Bit(0)), 10.0);
+  EXPECT_EQ(spread.Score(ctx, Bit(1)), 10.0);
+}
+
+TEST(ReplicaSpreadComponentTest, PenalisesTheGroupsGpuThenItsIsland) {
+  testing::TestCluster cluster;
+  cluster.Add(MakeNode().Name("n").Profile("pairs").Replicas(4).Allocatable(32).Obj());
+  cluster.Add(MakePod().Name("web-1").Gpus(1).Group("web").OnNode("n").Assigned("0").Obj());
+  const PodRequirements req = *RequirementsOf(MakePod().Name("web-2").Gpus(1).Group("web").Obj());
+  const PlacementContext ctx = MakePlacementContext(req, *cluster.Node("n"));
+  const ReplicaSpread spread(0.25);
+  EXPECT_EQ(spread.Score(ctx, Bit(0)), 0.0);   // the replica's own GPU
+  EXPECT_EQ(spread.Score(ctx, Bit(1)), 7.5);   // GPU 1 shares its NVLink pair
+  EXPECT_EQ(spread.Score(ctx, Bit(2)), 10.0);  // another island
+  EXPECT_NE(spread.Explain(ctx, Bit(0)).find("1 of 1 GPUs already hold group default/web"),
+            std::string::npos);
+  const PodRequirements none = *RequirementsOf(
+      MakePod().Name("x").Gpus(1).Group("web").Annotation("gputopo.io/spread", "none").Obj());
+  EXPECT_EQ(spread.Score(MakePlacementContext(none, *cluster.Node("n")), Bit(0)), 10.0);
+}
+
+TEST(LocalityComponentTest, UnknownLinksAndSingleGpus) {
+  testing::TestCluster cluster;
+  cluster.Add(MakeNode().Name("plain").GpuCount(4).Allocatable(4).Obj());
+  const LocalityComponent locality;
+  const PodRequirements two = *RequirementsOf(MakePod().Name("a").Gpus(2).Obj());
+  const PlacementContext ctx = MakePlacementContext(two, *cluster.Node("plain"));
+  EXPECT_EQ(locality.Score(ctx, Bit(0) | Bit(1)), LocalityComponent::kDefaultUnknownScore);
+  EXPECT_EQ(locality.Explain(ctx, Bit(0) | Bit(1)), "links unknown on this node");
+  const PodRequirements one = *RequirementsOf(MakePod().Name("b").Gpus(1).Obj());
+  EXPECT_EQ(locality.Score(MakePlacementContext(one, *cluster.Node("plain")), Bit(0)), 10.0);
+}
+
+}  // namespace
+}  // namespace gputopo::policies

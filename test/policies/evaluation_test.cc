@@ -1,0 +1,368 @@
+// The placement engine on whole nodes: time-slicing scenarios, locality, constraints, verdicts.
+#include "policies/engine/evaluation.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "test/support/builders.h"
+#include "test/support/machines.h"
+#include "test/support/test_cluster.h"
+#include "topology/link_type.h"
+
+namespace gputopo::policies {
+namespace {
+
+using testing::MakeNode;
+using testing::MakePod;
+using testing::TestCluster;
+using topology::Bit;
+using topology::Count;
+using topology::ToIndices;
+
+PodInfo Replica(const std::string& deployment, int i, int gpus = 1) {
+  return MakePod()
+      .Namespace("ml")
+      .Name(deployment + "-5d8f7c9b6d-" + std::to_string(i))
+      .Gpus(gpus)
+      .OwnedByDeployment(deployment)
+      .Obj();
+}
+
+bool AllPairsNvLink(const topology::TopologyShape& shape, GpuMask gpus) {
+  for (int a : ToIndices(gpus)) {
+    for (int b : ToIndices(gpus)) {
+      if (a != b && !shape.link(a, b).IsNvLink()) return false;
+    }
+  }
+  return true;
+}
+
+TEST(EvaluationTest, ReplicasLandOnDistinctGpusWhileDistinctGpusRemain) {
+  TestCluster cluster;
+  // A DGX-1 time-sliced 2 ways: 16 nvidia.com/gpu, 8 physical GPUs.
+  cluster.Add(MakeNode().Name("dgx").Profile("dgx1").Replicas(2).Allocatable(16).Obj());
+  std::set<int> used;
+  for (int i = 0; i < 8; ++i) {
+    NodeEvaluation e = cluster.Place(Replica("web", i), "dgx");
+    ASSERT_TRUE(e.fits()) << i << ": " << e.detail;
+    ASSERT_EQ(Count(e.gpus), 1);
+    EXPECT_TRUE(used.insert(ToIndices(e.gpus).front()).second)
+        << "replica " << i << " shares GPU " << ToIndices(e.gpus).front();
+  }
+  EXPECT_EQ(used.size(), 8u);
+  // A 9th replica must share a GPU with a sibling: it still fits (spread is preferred), but the
+  // spread component says so.
+  NodeEvaluation ninth = cluster.Evaluate(Replica("web", 8), "dgx");
+  ASSERT_TRUE(ninth.fits());
+  EXPECT_EQ(ninth.components[0].name, "replica-spread");
+  EXPECT_LT(ninth.components[0].score, 1.0);
+  // Another workload's pod is not held back by web's replicas.
+  NodeEvaluation other = cluster.Evaluate(Replica("api", 0), "dgx");
+  ASSERT_TRUE(other.fits());
+  EXPECT_EQ(other.components[0].score, 10.0);
+}
+
+TEST(EvaluationTest, RequiredSpreadFiltersGpusHoldingTheGroup) {
+  TestCluster cluster;
+  cluster.Add(MakeNode().Name("n").Profile("pcie8").Replicas(4).Allocatable(32).Obj());
+  auto replica = [](int i) {
+    return MakePod()
+        .Name("db-" + std::to_string(i))
+        .Gpus(1)
+        .Group("db")
+        .Annotation("gputopo.io/spread", "required")
+        .Obj();
+  };
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(cluster.Place(replica(i), "n").fits()) << i;
+  // 24 slots are still free, but every GPU holds the group.
+  NodeEvaluation e = cluster.Evaluate(replica(8), "n");
+  EXPECT_EQ(e.verdict, Verdict::kUnschedulable);
+  EXPECT_EQ(e.reason, "gputopo: spread required and the free GPUs hold the pod's group");
+  EXPECT_NE(e.detail.find("8 already hold group default/db"), std::string::npos) << e.detail;
+}
+
+TEST(EvaluationTest, FourGpuPodOnDgx1GetsAFullyNvLinkedQuad) {
+  TestCluster cluster;
+  cluster.Add(MakeNode().Name("dgx").Profile("dgx1").Replicas(1).Allocatable(8).Obj());
+  const auto node = cluster.Node("dgx");
+  NodeEvaluation e = cluster.Evaluate(MakePod().Name("train").Gpus(4).Obj(), "dgx");
+  ASSERT_TRUE(e.fits());
+  EXPECT_TRUE(AllPairsNvLink(node->shape(), e.gpus)) << ToIndices(e.gpus).size();
+  EXPECT_EQ(e.gpus, topology::FirstN(4));  // ties with {4..7}: lowest indices
+  EXPECT_EQ(e.components[1].name, "locality");
+  EXPECT_DOUBLE_EQ(e.components[1].score, 10.0);
+
+  // With GPU 2 taken, the only fully NVLinked quad left is {4,5,6,7}.
+  cluster.Add(MakePod().Name("busy").Gpus(1).OnNode("dgx").Assigned("2").Obj());
+  e = cluster.Evaluate(MakePod().Name("train").Gpus(4).Obj(), "dgx");
+  ASSERT_TRUE(e.fits());
+  EXPECT_EQ(e.gpus, Bit(4) | Bit(5) | Bit(6) | Bit(7));
+  EXPECT_TRUE(AllPairsNvLink(cluster.Node("dgx")->shape(), e.gpus));
+}
+
+TEST(EvaluationTest, MultiGpuPodOnNvSwitchMachineStaysOnOneNumaNode) {
+  TestCluster cluster;
+  cluster.Add(MakeNode().Name("hgx").Profile("hgx-h100").Replicas(1).Allocatable(8).Obj());
+  cluster.Add(MakePod().Name("a").Gpus(1).OnNode("hgx").Assigned("0").Obj());
+  // Every pair is NV18, so bandwidth ties; GPUs 1-3 and 4-7 both offer NUMA-local sets.
+  NodeEvaluation e = cluster.Evaluate(MakePod().Name("train").Gpus(3).Obj(), "hgx");
+  ASSERT_TRUE(e.fits());
+  EXPECT_TRUE(cluster.Node("hgx")->shape().InOneNuma(e.gpus)) << ToIndices(e.gpus).front();
+}
+
+TEST(EvaluationTest, RequiredLocalityIsUnresolvableWhereTheMachineCannotProvideIt) {
+  TestCluster cluster;
+  cluster.Add(MakeNode().Name("pcie").Profile("pcie8").Replicas(1).Allocatable(8).Obj());
+  cluster.Add(MakeNode().Name("pairs").Profile("pairs").Replicas(1).Allocatable(8).Obj());
+  cluster.Add(MakeNode().Name("plain").GpuCount(8).Allocatable(8).Obj());
+  auto pod = [](int gpus, const char* locality) {
+    return MakePod()
+        .Name("p")
+        .Gpus(gpus)
+        .Annotation("gputopo.io/locality", locality)
+        .Annotation("gputopo.io/locality-mode", "required")
+        .Obj();
+  };
+  NodeEvaluation e = cluster.Evaluate(pod(2, "nvlink"), "pcie");
+  EXPECT_EQ(e.verdict, Verdict::kUnresolvable);
+  EXPECT_EQ(e.reason, "gputopo: no NVLink island large enough");
+  e = cluster.Evaluate(pod(2, "nvlink"), "pairs");
+  ASSERT_TRUE(e.fits());
+  EXPECT_TRUE(cluster.Node("pairs")->shape().InOneIsland(e.gpus));
+  e = cluster.Evaluate(pod(4, "nvlink"), "pairs");
+  EXPECT_EQ(e.verdict, Verdict::kUnresolvable);
+  EXPECT_NE(e.detail.find("largest has 2"), std::string::npos) << e.detail;
+  e = cluster.Evaluate(pod(4, "numa"), "pcie");
+  ASSERT_TRUE(e.fits());
+  EXPECT_TRUE(cluster.Node("pcie")->shape().InOneNuma(e.gpus));
+  EXPECT_EQ(cluster.Evaluate(pod(5, "numa"), "pcie").verdict, Verdict::kUnresolvable);
+  e = cluster.Evaluate(pod(2, "nvlink"), "plain");
+  EXPECT_EQ(e.verdict, Verdict::kUnresolvable);
+  EXPECT_NE(e.detail.find("links are unknown"), std::string::npos) << e.detail;
+}
+
+TEST(EvaluationTest, RequiredIslandWithoutEnoughFreeGpusIsUnschedulable) {
+  TestCluster cluster;
+  cluster.Add(MakeNode().Name("pairs").Profile("pairs").Replicas(1).Allocatable(8).Obj());
+  // One GPU of every NVLink pair busy: 4 GPUs free, but no free pair.
+  for (int g : {0, 2, 4, 6}) {
+    cluster.Add(MakePod()
+                    .Name("busy-" + std::to_string(g))
+                    .Gpus(1)
+                    .OnNode("pairs")
+                    .Assigned(std::to_string(g))
+                    .Obj());
+  }
+  NodeEvaluation e = cluster.Evaluate(
+      MakePod().Name("p").Gpus(2).Annotation("gputopo.io/locality-mode", "required").Obj(),
+      "pairs");
+  EXPECT_EQ(e.verdict, Verdict::kUnschedulable);
+  EXPECT_EQ(e.reason, "gputopo: no NVLink island with enough free GPUs");
+  // Preferred locality still places it, with a capped locality score.
+  e = cluster.Evaluate(MakePod().Name("p").Gpus(2).Obj(), "pairs");
+  ASSERT_TRUE(e.fits());
+  EXPECT_LE(e.components[1].score, 4.0);
+  EXPECT_NE(e.components[1].detail.find("NOT inside one NVLink island"), std::string::npos);
+}
+
+TEST(EvaluationTest, PreferredLocalityRanksNvLinkNodesAbovePcieNodes) {
+  TestCluster cluster;
+  cluster.Add(MakeNode().Name("pcie").Profile("pcie8").Replicas(1).Allocatable(8).Obj());
+  cluster.Add(MakeNode().Name("hgx").Profile("hgx-h100").Replicas(1).Allocatable(8).Obj());
+  const PodInfo pod = MakePod().Name("train").Gpus(4).Obj();
+  NodeEvaluation pcie = cluster.Evaluate(pod, "pcie");
+  NodeEvaluation hgx = cluster.Evaluate(pod, "hgx");
+  ASSERT_TRUE(pcie.fits() && hgx.fits());
+  EXPECT_GT(hgx.weighted_score, pcie.weighted_score);
+  EXPECT_GT(hgx.components[1].score, pcie.components[1].score);
+}
+
+TEST(EvaluationTest, ExclusivePodsNeitherShareNorGetShared) {
+  TestCluster cluster;
+  cluster.Add(MakeNode().Name("n").Profile("pcie8").Replicas(4).Allocatable(32).Obj());
+  for (int g = 0; g < 7; ++g) {
+    cluster.Add(MakePod()
+                    .Name("s" + std::to_string(g))
+                    .Gpus(1)
+                    .OnNode("n")
+                    .Assigned(std::to_string(g))
+                    .Obj());
+  }
+  const PodInfo exclusive =
+      MakePod().Name("solo").Gpus(1).Annotation("gputopo.io/exclusive", "true").Obj();
+  NodeEvaluation e = cluster.Place(exclusive, "n");
+  ASSERT_TRUE(e.fits());
+  EXPECT_EQ(e.gpus, Bit(7));  // the only GPU nobody holds
+  EXPECT_TRUE(cluster.Node("n")->gpu(7).exclusive);
+  // Nobody joins GPU 7 afterwards, although it has 3 of its 4 slots unused.
+  for (int i = 0; i < 21; ++i) {
+    NodeEvaluation next = cluster.Place(MakePod().Name("x" + std::to_string(i)).Gpus(1).Obj(), "n");
+    ASSERT_TRUE(next.fits()) << i;
+    EXPECT_NE(next.gpus, Bit(7));
+  }
+  // 7 GPUs x 4 slots are now used; 3 slots remain only on the exclusive GPU.
+  NodeEvaluation full = cluster.Evaluate(MakePod().Name("late").Gpus(1).Obj(), "n");
+  EXPECT_EQ(full.verdict, Verdict::kUnschedulable);
+  EXPECT_NE(full.detail.find("1 held exclusively"), std::string::npos) << full.detail;
+  // A second exclusive pod finds no empty GPU.
+  NodeEvaluation second = cluster.Evaluate(
+      MakePod().Name("solo2").Gpus(1).Annotation("gputopo.io/exclusive", "true").Obj(), "n");
+  EXPECT_EQ(second.verdict, Verdict::kUnschedulable);
+}
+
+TEST(EvaluationTest, DeclaredSharesNeverExceedOneGpu) {
+  TestCluster cluster;
+  cluster.Add(MakeNode().Name("n").Profile("pcie8").Replicas(4).Allocatable(32).Obj());
+  auto pod = [](const std::string& name, int milli) {
+    return MakePod()
+        .Name(name)
+        .Gpus(1)
+        .Group(name)
+        .Annotation("gputopo.io/gpu-milli", std::to_string(milli))
+        .Obj();
+  };
+  for (int g = 0; g < 8; ++g) {
+    ASSERT_TRUE(cluster.Place(pod("big" + std::to_string(g), 800), "n").fits());
+  }
+  for (int g = 0; g < 8; ++g) EXPECT_EQ(cluster.Node("n")->gpu(g).milli_used, 800) << g;
+  // 300 more milli fits nowhere (800 + 300 > 1000), although 24 slots are free.
+  NodeEvaluation e = cluster.Evaluate(pod("medium", 300), "n");
+  EXPECT_EQ(e.verdict, Verdict::kUnschedulable);
+  EXPECT_EQ(e.reason, "gputopo: not enough GPUs with free capacity");
+  EXPECT_NE(e.detail.find("8 full"), std::string::npos) << e.detail;
+  EXPECT_TRUE(cluster.Evaluate(pod("small", 200), "n").fits());
+}
+
+TEST(EvaluationTest, SlotsComeFromAllocatableAndUnplacedPodsCount) {
+  TestCluster cluster;
+  // 8 GPUs, but the device plugin advertises only 6 (two unhealthy).
+  cluster.Add(MakeNode().Name("n").Profile("dgx1").Replicas(1).Allocatable(6).Obj());
+  // A pod bound without gputopo.io/assigned-gpus holds 3 slots somewhere unknown.
+  cluster.Add(MakePod().Name("legacy").Gpus(3).OnNode("n").Obj());
+  EXPECT_EQ(cluster.Node("n")->free_slots(), 3);
+  NodeEvaluation e = cluster.Evaluate(MakePod().Name("p").Gpus(4).Obj(), "n");
+  EXPECT_EQ(e.verdict, Verdict::kUnschedulable);
+  EXPECT_EQ(e.reason, "gputopo: not enough free GPU slots");
+  EXPECT_NE(e.detail.find("3 held by pods on unknown GPUs"), std::string::npos) << e.detail;
+  EXPECT_TRUE(cluster.Evaluate(MakePod().Name("p").Gpus(3).Obj(), "n").fits());
+  // More than the node could ever offer is unresolvable.
+  EXPECT_EQ(cluster.Evaluate(MakePod().Name("p").Gpus(7).Obj(), "n").verdict,
+            Verdict::kUnresolvable);
+  EXPECT_EQ(cluster.Evaluate(MakePod().Name("p").Gpus(9).Obj(), "n").verdict,
+            Verdict::kUnresolvable);
+}
+
+TEST(EvaluationTest, CorruptOrUnknownTopology) {
+  TestCluster cluster;
+  cluster.Add(MakeNode().Name("bad").CorruptTopology("not valid JSON").Allocatable(8).Obj());
+  cluster.Add(MakeNode().Name("plain").GpuCount(4).Allocatable(4).Obj());
+  NodeEvaluation e = cluster.Evaluate(MakePod().Name("p").Gpus(1).Obj(), "bad");
+  EXPECT_EQ(e.verdict, Verdict::kUnresolvable);
+  EXPECT_EQ(e.reason, "gputopo: node topology invalid");
+  EXPECT_NE(e.detail.find("not valid JSON"), std::string::npos) << e.detail;
+  // Unknown links: schedulable, with the locality component's unknown score.
+  e = cluster.Evaluate(MakePod().Name("p").Gpus(2).Obj(), "plain");
+  ASSERT_TRUE(e.fits());
+  EXPECT_EQ(e.components[1].score, 5.0);
+}
+
+TEST(EvaluationTest, DeterministicWithLowestIndexTieBreak) {
+  TestCluster cluster;
+  cluster.Add(MakeNode().Name("hgx").Profile("hgx-h100").Replicas(4).Allocatable(32).Obj());
+  const PodInfo pod = MakePod().Name("p").Gpus(1).Obj();
+  NodeEvaluation a = cluster.Evaluate(pod, "hgx");
+  NodeEvaluation b = cluster.Evaluate(pod, "hgx");
+  EXPECT_EQ(a.gpus, Bit(0));  // all 8 GPUs are equal: GPU 0
+  EXPECT_EQ(a.gpus, b.gpus);
+  EXPECT_EQ(a.weighted_score, b.weighted_score);
+  EXPECT_EQ(a.candidates, 8u);
+}
+
+TEST(EvaluationTest, ReservationsAreSeenByTheNextEvaluation) {
+  TestCluster cluster;
+  cluster.Add(MakeNode().Name("n").Profile("dgx1").Replicas(1).Allocatable(8).Obj());
+  NodeEvaluation first = cluster.Evaluate(MakePod().Name("a").Gpus(1).Obj(), "n");
+  Reservation r{MakePod().Name("a").Gpus(1).Obj(), "n", ToIndices(first.gpus),
+                cluster.Node("n")->version()};
+  ASSERT_TRUE(cluster.state().Reserve(r).ok());
+  NodeEvaluation second = cluster.Evaluate(MakePod().Name("b").Gpus(1).Obj(), "n");
+  ASSERT_TRUE(second.fits());
+  EXPECT_NE(second.gpus, first.gpus);
+  EXPECT_TRUE(cluster.Node("n")->gpu(ToIndices(first.gpus).front()).occupants.front().reserved);
+}
+
+TEST(EvaluationTest, LargeMachinesUseTheHeuristicSearchAndStayInAnIsland) {
+  TestCluster cluster;
+  // 32 GPUs in four NV12 all-to-all groups of 8; SYS between groups.
+  MachineTopology m(32);
+  for (int a = 0; a < 32; ++a) {
+    m.gpu(a).numa_node = a / 16;
+    for (int b = a + 1; b < 32; ++b) {
+      m.SetLink(a, b, *topology::ParseLink(a / 8 == b / 8 ? "NV12" : "SYS"));
+    }
+  }
+  cluster.Add(MakeNode().Name("big").Topology(m).Replicas(1).Allocatable(32).Obj());
+  NodeEvaluation e = cluster.Evaluate(MakePod().Name("p").Gpus(8).Obj(), "big");
+  ASSERT_TRUE(e.fits());
+  EXPECT_TRUE(e.heuristic);  // C(32, 8) = 10,518,300 sets is above the exact limit
+  EXPECT_TRUE(cluster.Node("big")->shape().InOneIsland(e.gpus));
+  EXPECT_DOUBLE_EQ(e.components[1].score, 10.0);
+}
+
+TEST(PodEvaluatorTest, IdenticalNodesAreSearchedOnce) {
+  TestCluster cluster;
+  for (int i = 0; i < 50; ++i) {
+    cluster.Add(
+        MakeNode().Name("n" + std::to_string(i)).Profile("dgx1").Replicas(2).Allocatable(16).Obj());
+  }
+  cluster.Add(Replica("web", 0, 1));  // pending: holds nothing
+  cluster.Add(MakePod()
+                  .Namespace("ml")
+                  .Name("web-5d8f7c9b6d-x")
+                  .Gpus(1)
+                  .OwnedByDeployment("web")
+                  .OnNode("n7")
+                  .Assigned("0")
+                  .Obj());
+  const PodRequirements req = *RequirementsOf(Replica("web", 1, 2));
+  PodEvaluator evaluator(req, cluster.preset());
+  auto snapshot = cluster.state().Snapshot();
+  std::vector<uint32_t> results;
+  for (const auto& node : snapshot->nodes()) results.push_back(evaluator.Evaluate(*node));
+  // 49 empty nodes share one search; n7 (a replica of the group on GPU 0) gets its own.
+  EXPECT_EQ(evaluator.evaluations().size(), 2u);
+  EXPECT_EQ(evaluator.memo_hits(), 48u);
+  const size_t n7 = snapshot->FindIndex("n7");
+  EXPECT_NE(results[n7], results[0]);
+  EXPECT_FALSE(topology::Has(evaluator.evaluation(results[n7]).gpus, 0));
+  // Same answer as evaluating the node on its own.
+  EXPECT_EQ(evaluator.evaluation(results[3]).gpus,
+            EvaluateNode(req, *snapshot->nodes()[3], cluster.preset()).gpus);
+}
+
+}  // namespace
+}  // namespace gputopo::policies
+
+namespace gputopo::policies {
+namespace {
+
+TEST(EvaluationTest, ExclusivePodsDoNotTrustGpusThatPodsOnUnknownGpusMayHold) {
+  TestCluster cluster;
+  cluster.Add(MakeNode().Name("n").Profile("pcie8").Replicas(2).Allocatable(16).Obj());
+  // Bound before gputopo: 2 replicas on GPUs nobody recorded.
+  cluster.Add(MakePod().Name("legacy").Gpus(2).OnNode("n").Obj());
+  // 8 GPUs look empty and 14 slots are free, but 2 of the "empty" GPUs may hold the legacy
+  // pod: only 8 - 2 = 6 are surely empty.
+  const PodInfo seven =
+      MakePod().Name("x").Gpus(7).Annotation("gputopo.io/exclusive", "true").Obj();
+  NodeEvaluation e = cluster.Evaluate(seven, "n");
+  EXPECT_EQ(e.verdict, Verdict::kUnschedulable);
+  EXPECT_EQ(e.reason, "gputopo: pods on unknown GPUs may hold the empty GPUs");
+  const PodInfo six = MakePod().Name("z").Gpus(6).Annotation("gputopo.io/exclusive", "true").Obj();
+  EXPECT_TRUE(cluster.Evaluate(six, "n").fits());
+  EXPECT_TRUE(cluster.Evaluate(MakePod().Name("y").Gpus(7).Obj(), "n").fits());
+}
+
+}  // namespace
+}  // namespace gputopo::policies
