@@ -1,0 +1,228 @@
+// gputopo: a topology-aware GPU scheduler extender for kube-scheduler.
+//
+//   gputopo serve --listen HOST:PORT --snapshot FILE   serve a cluster loaded from a List
+//   gputopo demo                                       serve the embedded demo cluster and
+//                                                      schedule its pending pods through HTTP
+//   gputopo topology import < topo.txt                 nvidia-smi topo -m -> topology document
+//   gputopo topology profiles                          list the shipped machine profiles
+//
+// main is the only place that reads flags, installs signal handling and configures logging.
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "src/app/app.h"
+#include "src/app/demo.h"
+#include "src/app/system_clock.h"
+#include "src/codec/topology_document.h"
+#include "topology/nvidia_smi_parser.h"
+
+namespace gputopo::app {
+namespace {
+
+constexpr size_t kMaxTopologyInput = 16u << 20;
+
+// Splits "host:port"; error when the port is not a number in 0..65535.
+Status ParseListen(const std::string& listen, http::ServerOptions& options) {
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) return InvalidArgument("--listen must be HOST:PORT");
+  options.host = listen.substr(0, colon);
+  const std::string port = listen.substr(colon + 1);
+  if (port.empty() || port.size() > 5 ||
+      port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) > 65535) {
+    return InvalidArgument("--listen port must be 0..65535");
+  }
+  options.port = std::stoi(port);
+  if (options.host.empty()) options.host = "0.0.0.0";
+  return Status::Ok();
+}
+
+// Blocks SIGINT/SIGTERM for every thread started after this, and stops `app` when one arrives.
+std::thread StopOnSignal(App& app) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return std::thread([&app, signals] {
+    int received = 0;
+    sigwait(&signals, &received);
+    spdlog::info("signal {}: shutting down", received);
+    app.RequestStop();
+  });
+}
+
+int RunServer(const AppOptions& options, bool demo, bool exit_after_demo) {
+  SystemClock clock;
+  Result<std::unique_ptr<App>> created = App::Create(options, clock);
+  if (!created.ok()) {
+    spdlog::error("cannot start: {}", created.status().ToString());
+    return 2;
+  }
+  App& app = **created;
+  std::thread signal_thread = StopOnSignal(app);
+  signal_thread.detach();
+  if (Status s = app.Start(); !s.ok()) {
+    spdlog::error("cannot start: {}", s.ToString());
+    return 2;
+  }
+  const std::string base = "http://" + options.server.host + ":" + std::to_string(app.port());
+  spdlog::info("gputopo serving on {} ({} nodes, default preset {})", base,
+               app.state().Counts().nodes, options.default_preset);
+  if (demo) {
+    std::vector<std::string> names;
+    for (const NodeInfo& node : app.cluster().Nodes()) names.push_back(node.name);
+    std::cout << "\n== gputopo demo: scheduling " << app.cluster().PendingPodObjects().size()
+              << " pending pods on " << names.size()
+              << " nodes through POST /filter, /prioritize, /bind ==\n\n";
+    Result<std::vector<DemoPlacement>> replay = ReplayPods(
+        options.server.host, app.port(), app.cluster().PendingPodObjects(), names, std::cout);
+    if (!replay.ok()) {
+      spdlog::error("demo failed: {}", replay.status().ToString());
+      app.Stop();
+      return 1;
+    }
+    std::cout << "\nWhat gputopo sees and why it decided:\n"
+              << "    curl " << base << "/debug/decisions\n"
+              << "    curl " << base << "/debug/pods/research/train-4gpu-0-c8w2x\n"
+              << "    curl " << base << "/debug/nodes/dgx1-a\n"
+              << "    curl " << base << "/debug/snapshot\n";
+    if (exit_after_demo) {
+      app.Stop();
+      return 0;
+    }
+    std::cout << "\ngputopo keeps serving on " << base << " - Ctrl-C to stop.\n" << std::flush;
+  }
+  app.Wait();
+  return 0;
+}
+
+int RunTopologyImport(int replicas, bool compact) {
+  std::string input;
+  char buffer[65536];
+  while (std::cin.read(buffer, sizeof(buffer)) || std::cin.gcount() > 0) {
+    input.append(buffer, static_cast<size_t>(std::cin.gcount()));
+    if (input.size() > kMaxTopologyInput) {
+      std::cerr << "gputopo: input larger than " << kMaxTopologyInput << " bytes\n";
+      return 2;
+    }
+  }
+  Result<topology::NvidiaSmiTopology> parsed = topology::ParseNvidiaSmiTopo(input);
+  if (!parsed.ok()) {
+    std::cerr << "gputopo: " << parsed.status().message() << "\n";
+    return 1;
+  }
+  for (const std::string& d : parsed->diagnostics) std::cerr << "gputopo: note: " << d << "\n";
+  if (replicas > 0) parsed->machine.set_replicas_per_gpu(replicas);
+  codec::TopologyFormatOptions format;
+  format.pretty = !compact;
+  format.comments = parsed->diagnostics;
+  std::cout << codec::FormatTopologyDocument(parsed->machine, format) << "\n";
+  return 0;
+}
+
+int RunListProfiles() {
+  topology::ShapeInterner interner;
+  topology::ProfileCatalog catalog(interner);
+  if (Status s = LoadProfiles("", catalog); !s.ok()) {
+    std::cerr << "gputopo: " << s.ToString() << "\n";
+    return 2;
+  }
+  for (const std::string& name : catalog.Names()) {
+    const topology::Profile* p = catalog.Find(name);
+    std::cout << name << "\t" << p->machine.gpu_count() << " GPUs, " << p->shape->island_count()
+              << " NVLink island(s), " << p->shape->numa_ids().size() << " NUMA node(s)\t"
+              << p->description << "\n";
+  }
+  return 0;
+}
+
+std::string ReadFileOrEmpty(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+int Main(int argc, char** argv) {
+  CLI::App cli{"gputopo: places GPU pods by the real hardware topology (kube-scheduler extender)"};
+  cli.require_subcommand(1);
+  std::string log_level = "info";
+  cli.add_option("--log-level", log_level, "trace, debug, info, warn, error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+
+  AppOptions options;
+  std::string listen = "127.0.0.1:8888";
+  std::string snapshot_path;
+  int max_body_mib = 256;
+  auto add_server_flags = [&](CLI::App* cmd) {
+    cmd->add_option("--listen", listen, "HOST:PORT to serve on (port 0: any free port)")
+        ->capture_default_str();
+    cmd->add_option("--policy", options.default_preset, "default scoring preset")
+        ->capture_default_str();
+    cmd->add_option("--presets-dir", options.presets_dir, "extra preset files (*.json)");
+    cmd->add_option("--profiles-dir", options.profiles_dir, "extra machine profiles (*.json)");
+    cmd->add_option("--max-body-mib", max_body_mib, "largest request body accepted")
+        ->check(CLI::Range(1, 4096))
+        ->capture_default_str();
+    cmd->add_option("--threads", options.server.threads, "HTTP worker threads")
+        ->check(CLI::Range(1, 256))
+        ->capture_default_str();
+  };
+  CLI::App* serve = cli.add_subcommand("serve", "serve filter/prioritize/bind for a cluster");
+  add_server_flags(serve);
+  serve
+      ->add_option("--snapshot", snapshot_path,
+                   "kubectl get nodes,pods -A -o json output: the cluster to serve")
+      ->required()
+      ->check(CLI::ExistingFile);
+
+  CLI::App* demo = cli.add_subcommand("demo", "serve the embedded demo cluster and schedule it");
+  add_server_flags(demo);
+  bool exit_after_demo = false;
+  demo->add_flag("--exit", exit_after_demo, "stop after the replay instead of serving on");
+
+  CLI::App* topo = cli.add_subcommand("topology", "topology documents and machine profiles");
+  topo->require_subcommand(1);
+  CLI::App* import = topo->add_subcommand(
+      "import", "read `nvidia-smi topo -m` output on stdin, print the topology document");
+  int replicas = 0;
+  bool compact = false;
+  import->add_option("--replicas", replicas, "time-slice replicas per GPU to record")
+      ->check(CLI::Range(1, kMaxReplicasPerGpu));
+  import->add_flag("--compact", compact, "one line, ready for the node annotation");
+  CLI::App* profiles = topo->add_subcommand("profiles", "list the shipped machine profiles");
+
+  try {
+    cli.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return cli.exit(e);
+  }
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+
+  if (*import) return RunTopologyImport(replicas, compact);
+  if (*profiles) return RunListProfiles();
+  if (Status s = ParseListen(listen, options.server); !s.ok()) {
+    std::cerr << "gputopo: " << s.message() << "\n";
+    return 2;
+  }
+  options.server.max_body_bytes = static_cast<size_t>(max_body_mib) << 20;
+  if (*serve) {
+    options.snapshot_json = ReadFileOrEmpty(snapshot_path);
+    return RunServer(options, /*demo=*/false, false);
+  }
+  options.snapshot_json = DemoClusterJson();
+  return RunServer(options, /*demo=*/true, exit_after_demo);
+}
+
+}  // namespace
+}  // namespace gputopo::app
+
+int main(int argc, char** argv) { return gputopo::app::Main(argc, argv); }

@@ -1,0 +1,314 @@
+// Pod and Node decoding with simdjson On-Demand: one pass over each object, fields in document
+// order, values we do not need skipped without being parsed.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "gputopo/well_known.h"
+#include "src/codec/k8s_json.h"
+#include "src/codec/k8s_ondemand.h"
+#include "src/codec/quantity.h"
+#include "src/codec/topology_document.h"
+
+namespace gputopo::codec {
+namespace {
+
+using simdjson::ondemand::json_type;
+using simdjson::ondemand::object;
+using simdjson::ondemand::value;
+
+// Kubernetes caps an object's annotations at 256 KiB; anything bigger is not from the API.
+constexpr size_t kMaxAnnotationValue = 256 * 1024;
+
+std::string_view StringOrEmpty(value v) {
+  if (v.type() == json_type::null) return {};
+  return v.get_string();
+}
+
+// A resource quantity value: normally a JSON string, tolerated as a number. Negative amounts
+// are rejected (the API server never stores one).
+Result<int64_t> WholeQuantity(value v) {
+  Result<int64_t> n = v.type() == json_type::number ? Result<int64_t>(v.get_int64().value())
+                                                    : ParseWholeQuantity(v.get_string());
+  if (n.ok() && *n < 0) return InvalidArgument("quantity " + std::to_string(*n) + " is negative");
+  return n;
+}
+
+struct ContainerGpus {
+  int64_t gpus = 0;
+  bool sidecar = false;  // an init container with restartPolicy: Always
+};
+
+// nvidia.com/gpu of one container: requests, else limits (the API server defaults extended
+// resource requests to their limits).
+Result<ContainerGpus> DecodeContainer(value container) {
+  ContainerGpus out;
+  int64_t requests = -1;
+  int64_t limits = -1;
+  for (auto field : container.get_object()) {
+    const std::string_view key = field.unescaped_key();
+    if (key == "restartPolicy") {
+      out.sidecar = StringOrEmpty(field.value()) == "Always";
+    } else if (key == "resources") {
+      value resources = field.value();
+      if (resources.type() == json_type::null) continue;
+      for (auto kind : resources.get_object()) {
+        const std::string_view kind_key = kind.unescaped_key();
+        if (kind_key != "requests" && kind_key != "limits") continue;
+        value list = kind.value();
+        if (list.type() == json_type::null) continue;
+        for (auto quantity : list.get_object()) {
+          if (quantity.unescaped_key().value() != kGpuResource) continue;
+          Result<int64_t> parsed = WholeQuantity(quantity.value());
+          if (!parsed.ok()) {
+            return parsed.status().WithContext(std::string(kind_key) + "[" +
+                                               std::string(kGpuResource) + "]");
+          }
+          (kind_key == "requests" ? requests : limits) = *parsed;
+        }
+      }
+    }
+  }
+  out.gpus = requests >= 0 ? requests : std::max<int64_t>(limits, 0);
+  return out;
+}
+
+Result<std::vector<ContainerGpus>> DecodeContainers(value list) {
+  std::vector<ContainerGpus> out;
+  if (list.type() == json_type::null) return out;
+  for (auto container : list.get_array()) {
+    Result<ContainerGpus> c = DecodeContainer(container.value());
+    if (!c.ok()) return c.status();
+    out.push_back(*c);
+  }
+  return out;
+}
+
+// kube-scheduler's effective request: regular containers plus sidecars run together; each
+// plain init container runs alone with the sidecars started before it.
+int64_t EffectiveRequest(const std::vector<ContainerGpus>& containers,
+                         const std::vector<ContainerGpus>& init) {
+  int64_t sum = 0;
+  for (const ContainerGpus& c : containers) sum += c.gpus;
+  int64_t sidecars = 0;
+  int64_t init_peak = 0;
+  for (const ContainerGpus& c : init) {
+    if (c.sidecar) {
+      sidecars += c.gpus;
+      init_peak = std::max(init_peak, sidecars);
+    } else {
+      init_peak = std::max(init_peak, sidecars + c.gpus);
+    }
+  }
+  return std::max(sum + sidecars, init_peak);
+}
+
+Status DecodePodMetadata(value metadata, PodInfo& pod) {
+  for (auto field : metadata.get_object()) {
+    const std::string_view key = field.unescaped_key();
+    if (key == "name") {
+      pod.name = std::string(field.value().get_string().value());
+    } else if (key == "namespace") {
+      pod.namespace_name = std::string(field.value().get_string().value());
+    } else if (key == "uid") {
+      pod.uid = std::string(field.value().get_string().value());
+    } else if (key == "resourceVersion") {
+      pod.resource_version = std::string(StringOrEmpty(field.value()));
+    } else if (key == "deletionTimestamp") {
+      pod.deletion_requested = field.value().type() != json_type::null;
+    } else if (key == "labels") {
+      value labels = field.value();
+      if (labels.type() == json_type::null) continue;
+      for (auto label : labels.get_object()) {
+        if (label.unescaped_key().value() == kLabelPodTemplateHash) {
+          pod.pod_template_hash = std::string(StringOrEmpty(label.value()));
+        }
+      }
+    } else if (key == "annotations") {
+      value annotations = field.value();
+      if (annotations.type() == json_type::null) continue;
+      for (auto annotation : annotations.get_object()) {
+        const std::string_view name = annotation.unescaped_key();
+        if (name.substr(0, kAnnotationPrefix.size()) != kAnnotationPrefix) continue;
+        const std::string_view text = StringOrEmpty(annotation.value());
+        if (text.size() > kMaxAnnotationValue) {
+          return InvalidArgument("annotation " + std::string(name) + " is too large");
+        }
+        pod.annotations.emplace_back(std::string(name), std::string(text));
+      }
+    } else if (key == "ownerReferences") {
+      value owners = field.value();
+      if (owners.type() == json_type::null) continue;
+      for (auto owner_value : owners.get_array()) {
+        OwnerReference owner;
+        for (auto f : owner_value.get_object()) {
+          const std::string_view k = f.unescaped_key();
+          if (k == "kind")
+            owner.kind = std::string(StringOrEmpty(f.value()));
+          else if (k == "name")
+            owner.name = std::string(StringOrEmpty(f.value()));
+          else if (k == "uid")
+            owner.uid = std::string(StringOrEmpty(f.value()));
+          else if (k == "controller")
+            owner.controller = f.value().type() == json_type::boolean && f.value().get_bool();
+        }
+        pod.owners.push_back(std::move(owner));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+PodPhase ParsePhase(std::string_view phase) {
+  if (phase == "Pending") return PodPhase::kPending;
+  if (phase == "Running") return PodPhase::kRunning;
+  if (phase == "Succeeded") return PodPhase::kSucceeded;
+  if (phase == "Failed") return PodPhase::kFailed;
+  return phase.empty() ? PodPhase::kPending : PodPhase::kUnknown;
+}
+
+}  // namespace
+
+bool KeyEquals(std::string_view key, std::string_view expected) {
+  if (key.size() != expected.size()) return false;
+  for (size_t i = 0; i < key.size(); ++i) {
+    const auto a = static_cast<unsigned char>(key[i]);
+    const auto b = static_cast<unsigned char>(expected[i]);
+    if (a != b && std::tolower(a) != std::tolower(b)) return false;
+  }
+  return true;
+}
+
+Result<PodInfo> DecodePodValue(value pod_value) {
+  PodInfo pod;
+  std::vector<ContainerGpus> containers;
+  std::vector<ContainerGpus> init;
+  if (pod_value.type() != json_type::object) return InvalidArgument("Pod is not a JSON object");
+  for (auto field : pod_value.get_object()) {
+    const std::string_view key = field.unescaped_key();
+    if (key == "metadata") {
+      if (Status s = DecodePodMetadata(field.value(), pod); !s.ok()) return s;
+    } else if (key == "spec") {
+      for (auto spec_field : field.value().get_object()) {
+        const std::string_view spec_key = spec_field.unescaped_key();
+        if (spec_key == "nodeName") {
+          pod.node_name = std::string(StringOrEmpty(spec_field.value()));
+        } else if (spec_key == "containers" || spec_key == "initContainers") {
+          Result<std::vector<ContainerGpus>> list = DecodeContainers(spec_field.value());
+          if (!list.ok())
+            return list.status().WithContext(std::string("spec.") + std::string(spec_key));
+          (spec_key == "containers" ? containers : init) = std::move(list).value();
+        }
+      }
+    } else if (key == "status") {
+      value status = field.value();
+      if (status.type() == json_type::null) continue;
+      for (auto status_field : status.get_object()) {
+        if (status_field.unescaped_key().value() == "phase") {
+          pod.phase = ParsePhase(StringOrEmpty(status_field.value()));
+        }
+      }
+    }
+  }
+  if (pod.name.empty()) return InvalidArgument("Pod has no metadata.name");
+  if (pod.namespace_name.empty()) pod.namespace_name = "default";
+  pod.gpu_request = EffectiveRequest(containers, init);
+  return pod;
+}
+
+Result<NodeInfo> DecodeNodeValue(value node_value) {
+  NodeInfo node;
+  if (node_value.type() != json_type::object) return InvalidArgument("Node is not a JSON object");
+  for (auto field : node_value.get_object()) {
+    const std::string_view key = field.unescaped_key();
+    if (key == "metadata") {
+      for (auto meta : field.value().get_object()) {
+        const std::string_view meta_key = meta.unescaped_key();
+        if (meta_key == "name") {
+          node.name = std::string(meta.value().get_string().value());
+        } else if (meta_key == "resourceVersion") {
+          node.resource_version = std::string(StringOrEmpty(meta.value()));
+        } else if (meta_key == "labels") {
+          value labels = meta.value();
+          if (labels.type() == json_type::null) continue;
+          for (auto label : labels.get_object()) {
+            const std::string_view name = label.unescaped_key();
+            std::optional<std::string>* slot = nullptr;
+            if (name == kLabelGpuCount)
+              slot = &node.label_gpu_count;
+            else if (name == kLabelGpuReplicas)
+              slot = &node.label_gpu_replicas;
+            else if (name == kLabelGpuProduct)
+              slot = &node.label_gpu_product;
+            else if (name == kLabelGpuMemory)
+              slot = &node.label_gpu_memory;
+            else if (name == kLabelTopologyProfile)
+              slot = &node.label_topology_profile;
+            if (slot != nullptr) *slot = std::string(StringOrEmpty(label.value()));
+          }
+        } else if (meta_key == "annotations") {
+          value annotations = meta.value();
+          if (annotations.type() == json_type::null) continue;
+          for (auto annotation : annotations.get_object()) {
+            if (annotation.unescaped_key().value() != kAnnotationTopology) continue;
+            const std::string_view text = StringOrEmpty(annotation.value());
+            node.annotation_topology =
+                text.size() > kMaxAnnotationValue
+                    ? Result<MachineTopology>(InvalidArgument("document is larger than 256 KiB"))
+                    : ParseTopologyDocument(text);
+          }
+        }
+      }
+    } else if (key == "status") {
+      value status = field.value();
+      if (status.type() == json_type::null) continue;
+      for (auto status_field : status.get_object()) {
+        if (status_field.unescaped_key().value() != "allocatable") continue;
+        value allocatable = status_field.value();
+        if (allocatable.type() == json_type::null) continue;
+        for (auto quantity : allocatable.get_object()) {
+          if (quantity.unescaped_key().value() != kGpuResource) continue;
+          Result<int64_t> parsed = WholeQuantity(quantity.value());
+          if (!parsed.ok()) return parsed.status().WithContext("status.allocatable");
+          node.allocatable_gpus = *parsed;
+        }
+      }
+    }
+  }
+  if (node.name.empty()) return InvalidArgument("Node has no metadata.name");
+  return node;
+}
+
+struct K8sDecoder::Impl {
+  simdjson::ondemand::parser parser;
+  simdjson::padded_string buffer;
+};
+
+K8sDecoder::K8sDecoder() : impl_(std::make_unique<Impl>()) {}
+K8sDecoder::~K8sDecoder() = default;
+
+Result<PodInfo> K8sDecoder::DecodePod(std::string_view json) {
+  try {
+    impl_->buffer = simdjson::padded_string(json);
+    simdjson::ondemand::document doc = impl_->parser.iterate(impl_->buffer);
+    Result<PodInfo> pod = DecodePodValue(doc.get_value());
+    if (pod.ok() && !AtEnd(doc)) return InvalidArgument("trailing content after the Pod object");
+    return pod;
+  } catch (const simdjson::simdjson_error& e) {
+    return InvalidArgument(std::string("malformed Pod JSON: ") + e.what());
+  }
+}
+
+Result<NodeInfo> K8sDecoder::DecodeNode(std::string_view json) {
+  try {
+    impl_->buffer = simdjson::padded_string(json);
+    simdjson::ondemand::document doc = impl_->parser.iterate(impl_->buffer);
+    Result<NodeInfo> node = DecodeNodeValue(doc.get_value());
+    if (node.ok() && !AtEnd(doc)) return InvalidArgument("trailing content after the Node object");
+    return node;
+  } catch (const simdjson::simdjson_error& e) {
+    return InvalidArgument(std::string("malformed Node JSON: ") + e.what());
+  }
+}
+
+}  // namespace gputopo::codec

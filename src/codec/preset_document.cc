@@ -1,0 +1,69 @@
+#include "src/codec/preset_document.h"
+
+#include <nlohmann/json.hpp>
+
+namespace gputopo::codec {
+namespace {
+
+using nlohmann::json;
+
+Status Bad(const std::string& what) { return InvalidArgument("preset document: " + what); }
+
+}  // namespace
+
+Result<policies::PresetSpec> ParsePresetDocument(std::string_view text) {
+  const json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) return Bad("not a JSON object");
+  policies::PresetSpec spec;
+  auto name = doc.find("name");
+  if (name == doc.end() || !name->is_string()) return Bad("name must be a string");
+  spec.name = name->get<std::string>();
+  if (auto d = doc.find("description"); d != doc.end() && d->is_string()) {
+    spec.description = d->get<std::string>();
+  }
+  auto components = doc.find("components");
+  if (components == doc.end() || !components->is_array()) return Bad("components must be an array");
+  for (size_t i = 0; i < components->size(); ++i) {
+    const json& c = (*components)[i];
+    const std::string where = "components[" + std::to_string(i) + "]";
+    if (!c.is_object()) return Bad(where + " must be an object");
+    policies::ComponentSpec component;
+    auto cname = c.find("name");
+    if (cname == c.end() || !cname->is_string()) return Bad(where + ".name must be a string");
+    component.name = cname->get<std::string>();
+    auto weight = c.find("weight");
+    if (weight == c.end() || !weight->is_number()) return Bad(where + ".weight must be a number");
+    component.weight = weight->get<double>();
+    if (auto args = c.find("args"); args != c.end() && !args->is_null()) {
+      if (!args->is_object()) return Bad(where + ".args must be an object");
+      for (const auto& [key, value] : args->items()) {
+        if (!value.is_number()) return Bad(where + ".args." + key + " must be a number");
+        component.args.numbers[key] = value.get<double>();
+      }
+    }
+    if (auto workload = c.find("workload"); workload != c.end() && !workload->is_null()) {
+      if (!workload->is_array()) return Bad(where + ".workload must be an array");
+      for (const json& w : *workload) {
+        if (!w.is_object() || !w.value("gpus", json()).is_number_integer() ||
+            !w.value("milli", json()).is_number_integer() ||
+            !w.value("weight", json()).is_number()) {
+          return Bad(where + ".workload entries need integer gpus and milli and a number weight");
+        }
+        // Read wide, then narrow: a value beyond int must be rejected, not wrapped into range.
+        const int64_t gpus = w["gpus"].get<int64_t>();
+        const int64_t milli = w["milli"].get<int64_t>();
+        if (gpus < 1 || gpus > 64 || milli < 1 || milli > 1000 ||
+            (w["gpus"].is_number_unsigned() && w["gpus"].get<uint64_t>() > 64) ||
+            (w["milli"].is_number_unsigned() && w["milli"].get<uint64_t>() > 1000)) {
+          return Bad(where + ".workload entries need gpus in 1..64 and milli in 1..1000");
+        }
+        component.args.workload.push_back(
+            {static_cast<int>(gpus), static_cast<int>(milli), w["weight"].get<double>()});
+      }
+    }
+    spec.components.push_back(std::move(component));
+  }
+  return spec;
+}
+
+}  // namespace gputopo::codec

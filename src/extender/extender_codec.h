@@ -1,0 +1,87 @@
+// kube-scheduler extender v1 wire format (k8s.io/kube-scheduler/extender/v1).
+//
+// Requests: ExtenderArgs {Pod, Nodes, NodeNames} for filter and prioritize, and
+// ExtenderBindingArgs {PodName, PodNamespace, PodUID, Node} for bind. The extender structs have
+// no JSON tags, so keys are Go field names, matched case-insensitively as Go's encoding/json
+// does. Embedded Pod and Node objects are ordinary Kubernetes JSON.
+//
+// Replies: ExtenderFilterResult {Nodes, NodeNames, FailedNodes, FailedAndUnresolvableNodes,
+// Error}, HostPriorityList [{Host, Score}], ExtenderBindingResult {Error}.
+//
+// Thread safety: an ExtenderRequestParser is not thread-safe; the server keeps a pool.
+#ifndef GPUTOPO_SRC_EXTENDER_EXTENDER_CODEC_H_
+#define GPUTOPO_SRC_EXTENDER_EXTENDER_CODEC_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gputopo/pod_info.h"
+#include "gputopo/status.h"
+
+namespace gputopo::extender {
+
+// ExtenderArgs, parsed. The string_views point into the parser that produced them and are
+// valid until its next Parse call.
+struct ExtenderArgs {
+  PodInfo pod;
+  // True when the scheduler sent full Node objects (nodeCacheCapable: false); the reply must
+  // then carry Node objects too.
+  bool nodes_mode = false;
+  std::vector<std::string_view> node_names;
+  std::vector<std::string_view> node_objects;  // raw JSON of each Node, when nodes_mode
+};
+
+struct BindingArgs {
+  std::string pod_name;
+  std::string pod_namespace;
+  std::string pod_uid;
+  std::string node;
+};
+
+class ExtenderRequestParser {
+ public:
+  // `max_bytes` bounds the documents this parser accepts.
+  explicit ExtenderRequestParser(size_t max_bytes);
+  ~ExtenderRequestParser();
+  ExtenderRequestParser(const ExtenderRequestParser&) = delete;
+  ExtenderRequestParser& operator=(const ExtenderRequestParser&) = delete;
+
+  // Error when the body is not JSON, is not an object, has no Pod, has neither Nodes nor
+  // NodeNames, or has a Pod gputopo cannot read.
+  Result<const ExtenderArgs*> ParseArgs(std::string_view body);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Error when the body is not an ExtenderBindingArgs with PodName, PodNamespace and Node.
+Result<BindingArgs> ParseBindingArgs(std::string_view body);
+
+// One node's filter outcome.
+struct FilterOutcome {
+  bool passed = false;
+  bool unresolvable = false;
+  std::string_view reason;  // when !passed
+};
+
+// ExtenderFilterResult for `args` and one outcome per candidate (parallel to args.node_names).
+// Mirrors the request: NodeNames in NodeNames mode, Node objects in Nodes mode.
+std::string WriteFilterResult(const ExtenderArgs& args, const std::vector<FilterOutcome>& outcomes);
+// ExtenderFilterResult carrying only an error (the pod fails on every node with this message).
+std::string WriteFilterError(std::string_view error);
+// HostPriorityList.
+std::string WritePriorityList(const std::vector<std::pair<std::string_view, int>>& scores);
+// ExtenderBindingResult.
+std::string WriteBindingResult(std::string_view error);
+
+// Appends `text` as a JSON string literal (quotes included).
+void AppendJsonString(std::string& out, std::string_view text);
+
+}  // namespace gputopo::extender
+
+#endif  // GPUTOPO_SRC_EXTENDER_EXTENDER_CODEC_H_

@@ -1,0 +1,300 @@
+#include "src/http/debug_views.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "src/service/scheduling_context.h"
+#include "topology/link_type.h"
+
+namespace gputopo::http {
+namespace {
+
+using nlohmann::ordered_json;
+
+std::string Dump(const ordered_json& j) {
+  return j.dump(2, ' ', false, ordered_json::error_handler_t::replace) + "\n";
+}
+
+std::string Rfc3339(std::chrono::system_clock::time_point time) {
+  const auto micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(time.time_since_epoch()).count();
+  const std::time_t seconds = static_cast<std::time_t>(micros / 1000000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char text[40];
+  const size_t n = std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &tm);
+  std::snprintf(text + n, sizeof(text) - n, ".%06lldZ", static_cast<long long>(micros % 1000000));
+  return text;
+}
+
+double Round2(double v) { return std::round(v * 100.0) / 100.0; }
+
+std::string_view SourceName(TopologySource source) {
+  switch (source) {
+    case TopologySource::kAnnotation:
+      return "annotation";
+    case TopologySource::kProfile:
+      return "profile";
+    case TopologySource::kFallback:
+      return "fallback";
+  }
+  return "?";
+}
+
+ordered_json NodeSummary(const policies::NodeState& node) {
+  ordered_json j;
+  j["name"] = node.name();
+  if (!node.has_topology()) {
+    j["error"] = node.topology_error();
+    j["slotsUsed"] = node.used_slots();
+    return j;
+  }
+  const auto& t = node.topology();
+  j["topologySource"] = SourceName(t.source);
+  j["topologyKnown"] = node.shape().links_known();
+  j["gpus"] = node.gpu_count();
+  j["replicasPerGpu"] = node.replicas();
+  j["slotsTotal"] = node.total_slots();
+  j["slotsUsed"] = node.used_slots();
+  j["slotsFree"] = node.free_slots();
+  j["emptyGpus"] = topology::Count(node.empty_gpus());
+  j["nvlinkIslands"] = node.shape().has_nvlink() ? node.shape().island_count() : 0;
+  return j;
+}
+
+ordered_json ComponentsJson(const std::vector<policies::ComponentResult>& components) {
+  ordered_json list = ordered_json::array();
+  for (const auto& c : components) {
+    list.push_back(
+        {{"name", c.name}, {"weight", c.weight}, {"score", Round2(c.score)}, {"detail", c.detail}});
+  }
+  return list;
+}
+
+ordered_json EvaluationJson(const service::CycleRecord& record,
+                            const service::CycleRecord::NodeRef& ref) {
+  const policies::NodeEvaluation& e = record.evaluations[ref.evaluation];
+  ordered_json j;
+  j["node"] = record.NodeName(ref);
+  j["verdict"] = policies::VerdictName(e.verdict);
+  if (!e.fits()) {
+    j["reason"] = e.reason;
+    j["detail"] = e.detail;
+    return j;
+  }
+  j["score"] = e.score;
+  j["weightedScore"] = Round2(e.weighted_score);
+  if ((ref.node & service::CycleRecord::kUnknownNode) == 0) {
+    const policies::NodeState& node = *record.snapshot->nodes()[ref.node];
+    ordered_json gpus = ordered_json::array();
+    for (int g : topology::ToIndices(e.gpus)) gpus.push_back(node.GpuLabel(g));
+    j["gpus"] = gpus;
+    j["placement"] = service::DescribePlacement(node, e.gpus);
+  }
+  j["components"] = ComponentsJson(e.components);
+  if (e.heuristic) j["search"] = "heuristic (" + std::to_string(e.candidates) + " candidate sets)";
+  return j;
+}
+
+ordered_json CycleJson(const service::CycleRecord& record, size_t max_nodes) {
+  ordered_json j;
+  j["time"] = Rfc3339(record.time);
+  j["tookMicros"] = record.duration.count();
+  if (!record.error.empty()) {
+    j["error"] = record.error;
+    return j;
+  }
+  j["preset"] = record.preset;
+  j["candidates"] = record.nodes.size();
+  j["passed"] = record.passed;
+  j["failed"] = record.failed;
+  j["unresolvable"] = record.unresolvable;
+  std::map<std::string, size_t> reasons;
+  std::vector<const service::CycleRecord::NodeRef*> failed;
+  std::vector<const service::CycleRecord::NodeRef*> passed;
+  for (const auto& ref : record.nodes) {
+    const policies::NodeEvaluation& e = record.evaluations[ref.evaluation];
+    if (e.fits()) {
+      passed.push_back(&ref);
+    } else {
+      ++reasons[e.reason];
+      failed.push_back(&ref);
+    }
+  }
+  if (!reasons.empty()) j["failureReasons"] = reasons;
+  // Best scores first; ties by node name, as a reader expects.
+  std::stable_sort(passed.begin(), passed.end(), [&](const auto* a, const auto* b) {
+    const auto& ea = record.evaluations[a->evaluation];
+    const auto& eb = record.evaluations[b->evaluation];
+    if (ea.weighted_score != eb.weighted_score) return ea.weighted_score > eb.weighted_score;
+    return record.NodeName(*a) < record.NodeName(*b);
+  });
+  ordered_json nodes = ordered_json::array();
+  for (const auto* ref : passed) {
+    if (nodes.size() >= max_nodes) break;
+    nodes.push_back(EvaluationJson(record, *ref));
+  }
+  for (const auto* ref : failed) {
+    if (nodes.size() >= max_nodes) break;
+    nodes.push_back(EvaluationJson(record, *ref));
+  }
+  j["nodes"] = nodes;
+  if (record.nodes.size() > nodes.size()) j["nodesOmitted"] = record.nodes.size() - nodes.size();
+  return j;
+}
+
+ordered_json BindJson(const service::BindRecord& record) {
+  ordered_json j;
+  j["time"] = Rfc3339(record.time);
+  j["tookMicros"] = record.duration.count();
+  j["node"] = record.node;
+  if (!record.error.empty()) {
+    j["error"] = record.error;
+    return j;
+  }
+  j["gpus"] = record.gpus;
+  j["placement"] = record.placement;
+  j["score"] = record.score;
+  j["components"] = ComponentsJson(record.components);
+  return j;
+}
+
+}  // namespace
+
+std::string RenderNodes(const policies::ClusterSnapshot& snapshot) {
+  ordered_json list = ordered_json::array();
+  for (const auto& node : snapshot.nodes()) list.push_back(NodeSummary(*node));
+  return Dump({{"generation", snapshot.generation()}, {"nodes", list}});
+}
+
+std::string RenderNode(const policies::NodeState& node) {
+  ordered_json j = NodeSummary(node);
+  if (!node.has_topology()) return Dump(j);
+  const auto& t = node.topology();
+  const topology::TopologyShape& shape = node.shape();
+  j["topologyDetail"] = t.source_detail;
+  if (!shape.links_known()) j["note"] = "topology unknown: links between GPUs are not known";
+  ordered_json gpus = ordered_json::array();
+  for (int g = 0; g < node.gpu_count(); ++g) {
+    const GpuInfo& info = (*t.gpus)[static_cast<size_t>(g)];
+    const policies::GpuOccupancy& use = node.gpu(g);
+    ordered_json gpu;
+    gpu["index"] = g;
+    if (!info.uuid.empty()) gpu["uuid"] = info.uuid;
+    if (!info.model.empty()) gpu["model"] = info.model;
+    if (info.memory_mib > 0) gpu["memoryMiB"] = info.memory_mib;
+    gpu["numaNode"] = shape.numa_of(g);
+    gpu["island"] = shape.island_of(g);
+    gpu["slotsUsed"] = use.slots_used;
+    gpu["slotsFree"] = node.gpu_free_slots(g);
+    gpu["milliUsed"] = use.milli_used;
+    gpu["milliFree"] = node.gpu_free_milli(g);
+    if (use.exclusive) gpu["exclusive"] = true;
+    ordered_json occupants = ordered_json::array();
+    for (const policies::Occupant& o : use.occupants) {
+      ordered_json occ = {{"pod", o.pod_key}, {"group", o.group}, {"milli", o.milli}};
+      if (o.exclusive) occ["exclusive"] = true;
+      if (o.reserved) occ["reserved"] = true;
+      occupants.push_back(std::move(occ));
+    }
+    gpu["occupants"] = occupants;
+    gpus.push_back(std::move(gpu));
+  }
+  j["gpuList"] = gpus;
+  ordered_json islands = ordered_json::array();
+  for (int i = 0; i < shape.island_count(); ++i)
+    islands.push_back(topology::ToIndices(shape.island(i)));
+  j["islands"] = islands;
+  ordered_json numa = ordered_json::object();
+  for (int id : shape.numa_ids())
+    numa[std::to_string(id)] = topology::ToIndices(shape.numa_gpus(id));
+  j["numaNodes"] = numa;
+  ordered_json links = ordered_json::array();
+  for (int a = 0; a < node.gpu_count(); ++a) {
+    ordered_json row = ordered_json::array();
+    for (int b = 0; b < node.gpu_count(); ++b) {
+      row.push_back(a == b ? "X" : topology::FormatLink(shape.link(a, b)));
+    }
+    links.push_back(std::move(row));
+  }
+  j["links"] = links;
+  if (!node.unplaced().empty()) {
+    ordered_json unplaced = ordered_json::array();
+    for (const auto& u : node.unplaced()) {
+      unplaced.push_back({{"pod", u.pod_key}, {"slots", u.slots}, {"reason", u.reason}});
+    }
+    j["podsOnUnknownGpus"] = unplaced;
+  }
+  return Dump(j);
+}
+
+std::string RenderDecisions(const std::vector<service::DecisionRecord>& records) {
+  ordered_json list = ordered_json::array();
+  for (const service::DecisionRecord& record : records) {
+    ordered_json j;
+    if (const auto* cycle = std::get_if<std::shared_ptr<const service::CycleRecord>>(&record)) {
+      const service::CycleRecord& c = **cycle;
+      j["time"] = Rfc3339(c.time);
+      j["verb"] = service::VerbName(c.verb);
+      j["pod"] = c.pod_key;
+      j["tookMicros"] = c.duration.count();
+      if (!c.error.empty()) {
+        j["error"] = c.error;
+      } else {
+        j["candidates"] = c.nodes.size();
+        j["passed"] = c.passed;
+        j["failed"] = c.failed + c.unresolvable;
+      }
+    } else {
+      const service::BindRecord& b = *std::get<std::shared_ptr<const service::BindRecord>>(record);
+      j["time"] = Rfc3339(b.time);
+      j["verb"] = "bind";
+      j["pod"] = b.pod_key;
+      j["tookMicros"] = b.duration.count();
+      j["node"] = b.node;
+      if (b.error.empty()) {
+        j["gpus"] = b.gpus;
+        j["placement"] = b.placement;
+      } else {
+        j["error"] = b.error;
+      }
+    }
+    list.push_back(std::move(j));
+  }
+  return Dump({{"decisions", list}});
+}
+
+std::string RenderPod(const std::string& pod_key, const service::PodHistory& history,
+                      size_t max_nodes) {
+  ordered_json j;
+  j["pod"] = pod_key;
+  const service::CycleRecord* any =
+      history.prioritize ? history.prioritize.get() : history.filter.get();
+  if (any != nullptr) {
+    j["uid"] = any->pod_uid;
+    if (!any->requirements.empty()) j["requirements"] = any->requirements;
+  }
+  if (history.filter) j["filter"] = CycleJson(*history.filter, max_nodes);
+  if (history.prioritize) j["prioritize"] = CycleJson(*history.prioritize, max_nodes);
+  if (history.bind) j["bind"] = BindJson(*history.bind);
+  return Dump(j);
+}
+
+std::string RenderIndex(const policies::ClusterCounts& counts, const std::string& default_preset,
+                        const std::vector<std::string>& presets) {
+  ordered_json j;
+  j["nodes"] = counts.nodes;
+  j["gpuPods"] = counts.pods;
+  j["placedPods"] = counts.placed_pods;
+  j["bindsInFlight"] = counts.reservations;
+  j["defaultPreset"] = default_preset;
+  j["presets"] = presets;
+  j["endpoints"] = {"/debug/decisions", "/debug/pods/<namespace>/<name>", "/debug/nodes",
+                    "/debug/nodes/<name>", "/debug/snapshot"};
+  return Dump(j);
+}
+
+}  // namespace gputopo::http

@@ -1,0 +1,34 @@
+// JSON views of gputopo's state and decisions, for the /debug endpoints. nlohmann::json; never
+// on the scheduling path.
+//
+// Thread safety: pure functions of their arguments.
+#ifndef GPUTOPO_SRC_HTTP_DEBUG_VIEWS_H_
+#define GPUTOPO_SRC_HTTP_DEBUG_VIEWS_H_
+
+#include <string>
+#include <vector>
+
+#include "policies/state/cluster_snapshot.h"
+#include "policies/state/cluster_state.h"
+#include "src/service/decision_log.h"
+
+namespace gputopo::http {
+
+// /debug/nodes: one summary line per node.
+std::string RenderNodes(const policies::ClusterSnapshot& snapshot);
+// /debug/nodes/<name>: GPUs, islands, NUMA nodes, links, occupants, free slots, source.
+std::string RenderNode(const policies::NodeState& node);
+// /debug/decisions: the most recent decisions, newest first.
+std::string RenderDecisions(const std::vector<service::DecisionRecord>& records);
+// /debug/pods/<ns>/<name>: per node verdict and reason, or score split; the chosen node, GPUs,
+// island. At most `max_nodes` nodes per cycle are listed (failed first by reason, then the
+// best scores); counts cover all.
+std::string RenderPod(const std::string& pod_key, const service::PodHistory& history,
+                      size_t max_nodes);
+// /debug: an index of the endpoints and a few counts.
+std::string RenderIndex(const policies::ClusterCounts& counts, const std::string& default_preset,
+                        const std::vector<std::string>& presets);
+
+}  // namespace gputopo::http
+
+#endif  // GPUTOPO_SRC_HTTP_DEBUG_VIEWS_H_

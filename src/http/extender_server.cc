@@ -1,0 +1,240 @@
+#include "src/http/extender_server.h"
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include "src/http/debug_views.h"
+#include "src/http/parser_pool.h"
+
+namespace gputopo::http {
+namespace {
+
+constexpr const char* kJson = "application/json";
+// Parsers that handled bodies above this are not pooled (their buffers are freed).
+constexpr size_t kPooledParserBytes = 8u << 20;
+
+long long MicrosSince(const Clock& clock, std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(clock.MonotonicNow() - start)
+      .count();
+}
+
+}  // namespace
+
+struct ExtenderServer::Impl {
+  Impl(ServerOptions o, ServerDependencies d)
+      : options(std::move(o)),
+        deps(std::move(d)),
+        parsers(options.max_body_bytes, kPooledParserBytes, static_cast<size_t>(options.threads)) {}
+
+  void Routes();
+  void HandleFilter(const httplib::Request& req, httplib::Response& res);
+  void HandlePrioritize(const httplib::Request& req, httplib::Response& res);
+  void HandleBind(const httplib::Request& req, httplib::Response& res);
+
+  ServerOptions options;
+  ServerDependencies deps;
+  ParserPool parsers;
+  httplib::Server server;
+  std::thread thread;
+};
+
+void ExtenderServer::Impl::HandleFilter(const httplib::Request& req, httplib::Response& res) {
+  const Clock& clock = deps.context.clock;
+  const auto start = clock.MonotonicNow();
+  ParserPool::Lease parser = parsers.Acquire();
+  Result<const extender::ExtenderArgs*> args = parser.ParseArgs(req.body);
+  if (!args.ok()) {
+    spdlog::warn("filter rejected: bad request from {}: {} ({} bytes)", req.remote_addr,
+                 args.status().message(), req.body.size());
+    res.set_content(extender::WriteFilterError("gputopo: bad request: " + args.status().message()),
+                    kJson);
+    return;
+  }
+  const service::FilterReply reply = deps.service.Filter(**args);
+  const service::CycleRecord& r = *reply.record;
+  if (!reply.error.empty()) {
+    spdlog::info("filter pod={} error=\"{}\" took={}us", r.pod_key, reply.error,
+                 MicrosSince(clock, start));
+    res.set_content(extender::WriteFilterError(reply.error), kJson);
+    return;
+  }
+  res.set_content(extender::WriteFilterResult(**args, reply.outcomes), kJson);
+  spdlog::info("filter pod={} mode={} candidates={} passed={} failed={} unresolvable={} took={}us",
+               r.pod_key, (*args)->nodes_mode ? "nodes" : "names", r.nodes.size(), r.passed,
+               r.failed, r.unresolvable, MicrosSince(clock, start));
+}
+
+void ExtenderServer::Impl::HandlePrioritize(const httplib::Request& req, httplib::Response& res) {
+  const Clock& clock = deps.context.clock;
+  const auto start = clock.MonotonicNow();
+  ParserPool::Lease parser = parsers.Acquire();
+  Result<const extender::ExtenderArgs*> args = parser.ParseArgs(req.body);
+  if (!args.ok()) {
+    spdlog::warn("prioritize rejected: bad request from {}: {} ({} bytes)", req.remote_addr,
+                 args.status().message(), req.body.size());
+    res.status = 400;
+    res.set_content("gputopo: bad request: " + args.status().message() + "\n", "text/plain");
+    return;
+  }
+  const service::PrioritizeReply reply = deps.service.Prioritize(**args);
+  const service::CycleRecord& r = *reply.record;
+  if (!reply.error.empty()) {
+    spdlog::info("prioritize pod={} error=\"{}\" took={}us", r.pod_key, reply.error,
+                 MicrosSince(clock, start));
+    res.status = 400;
+    res.set_content(reply.error + "\n", "text/plain");
+    return;
+  }
+  std::string_view best;
+  int best_score = -1;
+  for (const auto& [host, score] : reply.scores) {
+    if (score > best_score) {
+      best_score = score;
+      best = host;
+    }
+  }
+  res.set_content(extender::WritePriorityList(reply.scores), kJson);
+  spdlog::info("prioritize pod={} candidates={} best={} score={} took={}us", r.pod_key,
+               reply.scores.size(), best, best_score, MicrosSince(clock, start));
+}
+
+void ExtenderServer::Impl::HandleBind(const httplib::Request& req, httplib::Response& res) {
+  const Clock& clock = deps.context.clock;
+  const auto start = clock.MonotonicNow();
+  Result<extender::BindingArgs> args = extender::ParseBindingArgs(req.body);
+  if (!args.ok()) {
+    spdlog::warn("bind rejected: bad request from {}: {}", req.remote_addr,
+                 args.status().message());
+    res.set_content(
+        extender::WriteBindingResult("gputopo: bad request: " + args.status().message()), kJson);
+    return;
+  }
+  const Status status = deps.binder.Bind(*args);
+  const std::string pod = args->pod_namespace + "/" + args->pod_name;
+  if (!status.ok()) {
+    spdlog::warn("bind pod={} node={} failed: {} took={}us", pod, args->node, status.ToString(),
+                 MicrosSince(clock, start));
+    res.set_content(extender::WriteBindingResult("gputopo: " + status.message()), kJson);
+    return;
+  }
+  spdlog::info("bind pod={} node={} ok took={}us", pod, args->node, MicrosSince(clock, start));
+  res.set_content(extender::WriteBindingResult(""), kJson);
+}
+
+void ExtenderServer::Impl::Routes() {
+  server.new_task_queue = [n = options.threads] {
+    return new httplib::ThreadPool(static_cast<size_t>(n));
+  };
+  server.set_payload_max_length(options.max_body_bytes);
+  server.set_keep_alive_max_count(10000);
+  server.set_read_timeout(30, 0);
+  // kube-scheduler never compresses; refusing compressed bodies closes the door on
+  // decompression bombs that the body limit would not see.
+  server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (req.has_header("Content-Encoding")) {
+      spdlog::warn("rejected {} {}: compressed request body", req.method, req.path);
+      res.status = 415;
+      res.set_content(extender::WriteBindingResult("gputopo: compressed bodies are not accepted"),
+                      kJson);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  server.set_error_handler(
+      [max = options.max_body_bytes](const httplib::Request& req, httplib::Response& res) {
+        if (res.status == 413) {
+          spdlog::warn("rejected {} {}: body larger than {} bytes", req.method, req.path, max);
+          res.set_content(extender::WriteBindingResult("gputopo: request body larger than " +
+                                                       std::to_string(max) + " bytes"),
+                          kJson);
+        } else if (res.body.empty()) {
+          res.set_content("gputopo: " + std::to_string(res.status) + " " + req.path + "\n",
+                          "text/plain");
+        }
+      });
+  server.set_exception_handler(
+      [](const httplib::Request& req, httplib::Response& res, std::exception_ptr) {
+        spdlog::error("internal error serving {} {}", req.method, req.path);
+        res.status = 500;
+        res.set_content("gputopo: internal error\n", "text/plain");
+      });
+
+  server.Post(R"((/.*)?/filter)", [this](const auto& req, auto& res) { HandleFilter(req, res); });
+  server.Post(R"((/.*)?/prioritize)",
+              [this](const auto& req, auto& res) { HandlePrioritize(req, res); });
+  server.Post(R"((/.*)?/bind)", [this](const auto& req, auto& res) { HandleBind(req, res); });
+
+  server.Get("/healthz", [](const auto&, auto& res) { res.set_content("ok\n", "text/plain"); });
+  server.Get("/readyz", [this](const auto&, auto& res) {
+    const bool ready = deps.ready();
+    res.status = ready ? 200 : 503;
+    res.set_content(ready ? "ok\n" : "cache not synced\n", "text/plain");
+  });
+  server.Get("/debug", [this](const auto&, auto& res) {
+    res.set_content(RenderIndex(deps.context.state.Counts(), deps.context.default_preset,
+                                deps.context.presets.Names()),
+                    kJson);
+  });
+  server.Get("/debug/decisions", [this](const auto&, auto& res) {
+    res.set_content(RenderDecisions(deps.context.decisions.Recent(200)), kJson);
+  });
+  server.Get(R"(/debug/pods/([^/]+)/([^/]+))", [this](const auto& req, auto& res) {
+    const std::string key = req.matches[1].str() + "/" + req.matches[2].str();
+    std::optional<service::PodHistory> history = deps.context.decisions.ForPod(key);
+    if (!history) {
+      res.status = 404;
+      res.set_content("no recent decision for pod " + key + "\n", "text/plain");
+      return;
+    }
+    res.set_content(RenderPod(key, *history, options.debug_max_nodes), kJson);
+  });
+  server.Get("/debug/nodes", [this](const auto&, auto& res) {
+    res.set_content(RenderNodes(*deps.context.state.Snapshot()), kJson);
+  });
+  server.Get(R"(/debug/nodes/([^/]+))", [this](const auto& req, auto& res) {
+    auto snapshot = deps.context.state.Snapshot();
+    const policies::NodeState* node = snapshot->Find(req.matches[1].str());
+    if (node == nullptr) {
+      res.status = 404;
+      res.set_content("unknown node " + req.matches[1].str() + "\n", "text/plain");
+      return;
+    }
+    res.set_content(RenderNode(*node), kJson);
+  });
+  server.Get("/debug/snapshot",
+             [this](const auto&, auto& res) { res.set_content(deps.list_snapshot(), kJson); });
+}
+
+ExtenderServer::ExtenderServer(ServerOptions options, ServerDependencies deps)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(deps))) {
+  impl_->Routes();
+}
+
+ExtenderServer::~ExtenderServer() { Stop(); }
+
+Status ExtenderServer::Start() {
+  const ServerOptions& o = impl_->options;
+  if (o.port == 0) {
+    port_ = impl_->server.bind_to_any_port(o.host);
+  } else {
+    port_ = impl_->server.bind_to_port(o.host, o.port) ? o.port : -1;
+  }
+  if (port_ <= 0) {
+    return Unavailable("cannot listen on " + o.host + ":" + std::to_string(o.port));
+  }
+  impl_->thread = std::thread([this] { impl_->server.listen_after_bind(); });
+  return Status::Ok();
+}
+
+void ExtenderServer::RequestStop() { impl_->server.stop(); }
+
+void ExtenderServer::Stop() {
+  RequestStop();
+  Wait();
+}
+
+void ExtenderServer::Wait() {
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+}  // namespace gputopo::http

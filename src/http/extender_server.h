@@ -1,0 +1,73 @@
+// ExtenderServer: gputopo's HTTP face (cpp-httplib).
+//
+//   POST <prefix>/filter, <prefix>/prioritize, <prefix>/bind   kube-scheduler extender verbs
+//   GET  /healthz, /readyz                                      probes
+//   GET  /debug, /debug/decisions, /debug/pods/<ns>/<name>,
+//        /debug/nodes, /debug/nodes/<name>, /debug/snapshot     what gputopo sees and decided
+//
+// Bad requests get the protocol's error: the Error field for filter and bind (kube-scheduler
+// shows it on the pod), HTTP 400 for prioritize (which has no error field), 413 for a body over
+// the limit, 415 for a compressed body. One log line per request.
+//
+// Thread safety: Start/Stop from one thread; requests are served concurrently by a pool.
+#ifndef GPUTOPO_SRC_HTTP_EXTENDER_SERVER_H_
+#define GPUTOPO_SRC_HTTP_EXTENDER_SERVER_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "gputopo/status.h"
+#include "src/service/binder.h"
+#include "src/service/extender_service.h"
+
+namespace gputopo::http {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8888;                     // 0: any free port
+  size_t max_body_bytes = 256u << 20;  // larger requests get 413
+  int threads = 8;
+  size_t debug_max_nodes = 200;  // nodes listed per cycle on /debug/pods
+};
+
+// What the server serves besides the verbs.
+struct ServerDependencies {
+  const service::ExtenderService& service;
+  const service::Binder& binder;
+  const service::SchedulingContext& context;
+  // The cluster as a kubectl-style List, for /debug/snapshot.
+  std::function<std::string()> list_snapshot;
+  // True once the cache has synced.
+  std::function<bool()> ready;
+};
+
+class ExtenderServer {
+ public:
+  ExtenderServer(ServerOptions options, ServerDependencies deps);
+  ~ExtenderServer();
+  ExtenderServer(const ExtenderServer&) = delete;
+  ExtenderServer& operator=(const ExtenderServer&) = delete;
+
+  // Binds the port and serves on a background thread. Error when the port cannot be bound.
+  Status Start();
+  // The port bound (useful with port 0).
+  int port() const { return port_; }
+  // Asks the server to stop; safe from any thread (a signal-handling thread, say).
+  void RequestStop();
+  // Blocks until the server has stopped (after RequestStop). Call from one thread only.
+  void Wait();
+  // RequestStop() then Wait(). Idempotent.
+  void Stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int port_ = 0;
+};
+
+}  // namespace gputopo::http
+
+#endif  // GPUTOPO_SRC_HTTP_EXTENDER_SERVER_H_

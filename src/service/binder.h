@@ -1,0 +1,43 @@
+// Binder: the bind verb. Chooses the GPUs, reserves them, writes gputopo.io/assigned-gpus on
+// the pod and creates its Binding, through KubeApi.
+//
+// Order, and why:
+//  1. evaluate the pod on the chosen node against the current snapshot (the same search that
+//     scored it), and reserve those GPUs in the cache, conditional on the node not having
+//     changed meanwhile (retried a few times when it has) - from here on every concurrent
+//     filter, prioritize and bind sees them;
+//  2. annotate the pod, guarded by its UID and resourceVersion;
+//  3. create the Binding.
+// Any failure after 1 cancels the reservation. Binds of different pods run concurrently, also
+// on one node; nothing holds a lock across an API call.
+//
+// Thread safety: thread-safe.
+#ifndef GPUTOPO_SRC_SERVICE_BINDER_H_
+#define GPUTOPO_SRC_SERVICE_BINDER_H_
+
+#include "gputopo/kube_api.h"
+#include "gputopo/status.h"
+#include "src/extender/extender_codec.h"
+#include "src/service/scheduling_context.h"
+
+namespace gputopo::service {
+
+class Binder {
+ public:
+  // Both must outlive the binder.
+  Binder(const SchedulingContext& context, KubeApi& kube) : context_(context), kube_(kube) {}
+
+  Status Bind(const extender::BindingArgs& args) const;
+
+ private:
+  // The pod to bind: from the cache, else the copy a recent filter carried, else the API.
+  Result<PodInfo> FindPod(const extender::BindingArgs& args) const;
+  Status BindOnce(const extender::BindingArgs& args, BindRecord& record) const;
+
+  const SchedulingContext& context_;
+  KubeApi& kube_;
+};
+
+}  // namespace gputopo::service
+
+#endif  // GPUTOPO_SRC_SERVICE_BINDER_H_

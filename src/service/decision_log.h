@@ -1,0 +1,109 @@
+// DecisionLog: what gputopo decided recently and why, for /debug.
+//
+// Records are immutable and shared: a cycle record keeps the evaluations it made and the
+// cluster snapshot they were made on, so /debug can render every node's verdict and score split
+// later without the request path paying for it. Bounded: the last `max_events` records overall,
+// and the latest filter, prioritize and bind record of the last `max_pods` pods.
+//
+// Thread safety: thread-safe.
+#ifndef GPUTOPO_SRC_SERVICE_DECISION_LOG_H_
+#define GPUTOPO_SRC_SERVICE_DECISION_LOG_H_
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "policies/engine/evaluation.h"
+#include "policies/state/cluster_snapshot.h"
+
+namespace gputopo::service {
+
+enum class Verb : uint8_t { kFilter, kPrioritize, kBind };
+std::string_view VerbName(Verb verb);
+
+// One filter or prioritize call for one pod.
+struct CycleRecord {
+  static constexpr uint32_t kUnknownNode = 0x80000000u;  // flag: index into unknown_nodes
+
+  Verb verb = Verb::kFilter;
+  std::chrono::system_clock::time_point time;
+  std::chrono::microseconds duration{0};
+  std::string pod_key;
+  std::string pod_uid;
+  std::string requirements;  // one line for people
+  std::string preset;
+  std::string error;  // set when the whole request failed
+
+  // One entry per candidate node, in request order: where it is in `snapshot` (or, with
+  // kUnknownNode set, in unknown_nodes) and which evaluation it got.
+  struct NodeRef {
+    uint32_t node = 0;
+    uint32_t evaluation = 0;
+  };
+  std::shared_ptr<const policies::ClusterSnapshot> snapshot;
+  std::vector<NodeRef> nodes;
+  std::vector<std::string> unknown_nodes;
+  std::deque<policies::NodeEvaluation> evaluations;  // the last one, for unknown nodes
+
+  size_t passed = 0;
+  size_t failed = 0;
+  size_t unresolvable = 0;
+
+  const std::string& NodeName(const NodeRef& ref) const;
+};
+
+struct BindRecord {
+  std::chrono::system_clock::time_point time;
+  std::chrono::microseconds duration{0};
+  std::string pod_key;
+  std::string pod_uid;
+  std::string node;
+  std::vector<std::string> gpus;  // as written to gputopo.io/assigned-gpus
+  std::string placement;          // islands and NUMA nodes, for people
+  int score = 0;
+  std::vector<policies::ComponentResult> components;
+  std::string error;  // empty on success
+};
+
+using DecisionRecord =
+    std::variant<std::shared_ptr<const CycleRecord>, std::shared_ptr<const BindRecord>>;
+
+struct PodHistory {
+  std::shared_ptr<const CycleRecord> filter;
+  std::shared_ptr<const CycleRecord> prioritize;
+  std::shared_ptr<const BindRecord> bind;
+};
+
+class DecisionLog {
+ public:
+  DecisionLog(size_t max_events, size_t max_pods) : max_events_(max_events), max_pods_(max_pods) {}
+
+  void Add(std::shared_ptr<const CycleRecord> record);
+  void Add(std::shared_ptr<const BindRecord> record);
+
+  // Newest first.
+  std::vector<DecisionRecord> Recent(size_t limit) const;
+  std::optional<PodHistory> ForPod(const std::string& pod_key) const;
+
+ private:
+  void AddLocked(DecisionRecord record);
+  PodHistory& PodLocked(const std::string& pod_key);
+
+  const size_t max_events_;
+  const size_t max_pods_;
+  mutable std::mutex mutex_;
+  std::deque<DecisionRecord> events_;                 // GUARDED_BY(mutex_), oldest first
+  std::unordered_map<std::string, PodHistory> pods_;  // GUARDED_BY(mutex_)
+  std::deque<std::string> pod_order_;                 // GUARDED_BY(mutex_), oldest first
+};
+
+}  // namespace gputopo::service
+
+#endif  // GPUTOPO_SRC_SERVICE_DECISION_LOG_H_

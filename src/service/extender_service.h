@@ -1,0 +1,50 @@
+// ExtenderService: the filter and prioritize verbs, independent of HTTP.
+//
+// Both evaluate the pod on every candidate node against one cluster snapshot (no side effects
+// on the cluster), and record what they decided in the DecisionLog.
+//
+// Thread safety: thread-safe; calls run concurrently.
+#ifndef GPUTOPO_SRC_SERVICE_EXTENDER_SERVICE_H_
+#define GPUTOPO_SRC_SERVICE_EXTENDER_SERVICE_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "src/extender/extender_codec.h"
+#include "src/service/decision_log.h"
+#include "src/service/scheduling_context.h"
+
+namespace gputopo::service {
+
+struct FilterReply {
+  std::string error;  // the whole request failed (bad pod annotations, unknown preset)
+  std::vector<extender::FilterOutcome> outcomes;  // parallel to the request's node names
+  std::shared_ptr<const CycleRecord> record;      // owns the strings outcomes point to
+};
+
+struct PrioritizeReply {
+  std::string error;
+  std::vector<std::pair<std::string_view, int>> scores;  // parallel to the request's node names
+  std::shared_ptr<const CycleRecord> record;
+};
+
+class ExtenderService {
+ public:
+  explicit ExtenderService(const SchedulingContext& context) : context_(context) {}
+
+  FilterReply Filter(const extender::ExtenderArgs& args) const;
+  PrioritizeReply Prioritize(const extender::ExtenderArgs& args) const;
+
+ private:
+  // Evaluates the pod on every candidate and records the cycle.
+  std::shared_ptr<const CycleRecord> RunCycle(Verb verb, const extender::ExtenderArgs& args) const;
+
+  const SchedulingContext& context_;
+};
+
+}  // namespace gputopo::service
+
+#endif  // GPUTOPO_SRC_SERVICE_EXTENDER_SERVICE_H_

@@ -1,0 +1,426 @@
+// gputopo over real HTTP on loopback: the captured kube-scheduler bodies, the debug endpoints,
+// bad input, and concurrent binds.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "src/app/app.h"
+#include "test/support/fake_clock.h"
+#include "test/support/fixtures.h"
+
+namespace gputopo {
+namespace {
+
+using nlohmann::json;
+using testing::ReadFile;
+using testing::SharedDir;
+
+json Node(const std::string& name, int allocatable, json labels,
+          json annotations = json::object()) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Node"},
+          {"metadata",
+           {{"name", name},
+            {"resourceVersion", "10"},
+            {"labels", labels},
+            {"annotations", annotations}}},
+          {"status", {{"allocatable", {{"nvidia.com/gpu", std::to_string(allocatable)}}}}}};
+}
+
+json Pod(const std::string& ns, const std::string& name, int gpus,
+         json annotations = json::object(), const std::string& node = "") {
+  json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata",
+               {{"name", name},
+                {"namespace", ns},
+                {"uid", "uid-" + name},
+                {"resourceVersion", "20"},
+                {"annotations", annotations}}},
+              {"spec",
+               {{"containers",
+                 {{{"name", "main"},
+                   {"resources",
+                    {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}},
+                     {"requests", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}}}}},
+              {"status", {{"phase", node.empty() ? "Pending" : "Running"}}}};
+  if (!node.empty()) pod["spec"]["nodeName"] = node;
+  return pod;
+}
+
+// An 8-GPU NV18 machine as a topology annotation (what a node agent would publish).
+std::string H100Document() {
+  json doc = {{"version", 1}, {"gpus", json::array()}, {"links", json::array()}};
+  for (int i = 0; i < 8; ++i) {
+    doc["gpus"].push_back(
+        {{"index", i}, {"uuid", "GPU-h100-" + std::to_string(i)}, {"numaNode", i / 4}});
+    for (int j = i + 1; j < 8; ++j) doc["links"].push_back({{"gpus", {i, j}}, {"type", "NV18"}});
+  }
+  return doc.dump();
+}
+
+json BaseCluster() {
+  json items = json::array();
+  items.push_back(Node("h100", 32, {{"nvidia.com/gpu.replicas", "4"}},
+                       {{"gputopo.io/topology", H100Document()}}));
+  items.push_back(Node("plain", 4, json::object()));
+  items.push_back(Node("broken", 8, json::object(), {{"gputopo.io/topology", "{not json"}}));
+  items.push_back(Pod("ml", "running", 1, {{"gputopo.io/assigned-gpus", "GPU-h100-0"}}, "h100"));
+  for (int i = 0; i < 4; ++i)
+    items.push_back(Pod("ml", "web-" + std::to_string(i), 1, {{"gputopo.io/group", "web"}}));
+  items.push_back(Pod("ml", "train", 4));
+  items.push_back(Pod("ml", "typo", 1, {{"gputopo.io/gpu-milli", "5000"}}));
+  return {{"apiVersion", "v1"},
+          {"kind", "List"},
+          {"metadata", {{"resourceVersion", ""}}},
+          {"items", items}};
+}
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void StartWith(const json& cluster, size_t max_body = 64u << 20) {
+    app::AppOptions options;
+    options.server.port = 0;
+    options.server.threads = 4;
+    options.server.max_body_bytes = max_body;
+    options.snapshot_json = cluster.dump();
+    auto created = app::App::Create(options, clock_);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    app_ = std::move(created).value();
+    ASSERT_TRUE(app_->Start().ok());
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", app_->port());
+    client_->set_read_timeout(30, 0);
+  }
+  void TearDown() override {
+    if (app_) app_->Stop();
+  }
+
+  json Args(const json& pod, const std::vector<std::string>& names) const {
+    return {{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", names}};
+  }
+  json PostJson(const std::string& path, const std::string& body, int want_status = 200) {
+    auto res = client_->Post(path, body, "application/json");
+    EXPECT_TRUE(res) << path;
+    if (!res) return json();
+    EXPECT_EQ(res->status, want_status) << path << ": " << res->body;
+    return json::parse(res->body, nullptr, false);
+  }
+  json Get(const std::string& path, int want_status = 200) {
+    auto res = client_->Get(path);
+    EXPECT_TRUE(res) << path;
+    if (!res) return json();
+    EXPECT_EQ(res->status, want_status) << path << ": " << res->body;
+    return json::parse(res->body, nullptr, false);
+  }
+  json PodObject(const json& cluster, const std::string& name) const {
+    for (const json& item : cluster["items"]) {
+      if (item["kind"] == "Pod" && item["metadata"]["name"] == name) return item;
+    }
+    return json();
+  }
+
+  testing::FakeClock clock_;
+  std::unique_ptr<app::App> app_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TEST_F(ServerTest, FilterAnswersEveryCandidateWithAReason) {
+  const json cluster = BaseCluster();
+  StartWith(cluster);
+  const json reply = PostJson(
+      "/filter", Args(PodObject(cluster, "train"), {"plain", "h100", "ghost", "broken"}).dump());
+  EXPECT_EQ(reply["Error"], "");
+  EXPECT_TRUE(reply["Nodes"].is_null());
+  EXPECT_EQ(reply["NodeNames"], json({"plain", "h100"}));  // a subset, in request order
+  EXPECT_EQ(reply["FailedNodes"].size(), 1u);
+  EXPECT_NE(reply["FailedNodes"]["ghost"].get<std::string>().find("unknown to gputopo"),
+            std::string::npos);
+  EXPECT_EQ(reply["FailedAndUnresolvableNodes"]["broken"], "gputopo: node topology invalid");
+  // Why the broken node failed, in detail, on /debug.
+  const json node = Get("/debug/nodes/broken");
+  EXPECT_NE(node["error"].get<std::string>().find("not valid JSON"), std::string::npos);
+}
+
+TEST_F(ServerTest, PrioritizeThenBindChoosesTheBestNodeAndRecordsTheGpus) {
+  const json cluster = BaseCluster();
+  StartWith(cluster);
+  const json args = Args(PodObject(cluster, "train"), {"plain", "h100"});
+  const json scores = PostJson("/prioritize", args.dump());
+  ASSERT_TRUE(scores.is_array());
+  ASSERT_EQ(scores.size(), 2u);
+  std::map<std::string, int> by_host;
+  for (const json& s : scores) by_host[s["Host"]] = s["Score"];
+  // 4 GPUs on NVLink beat 4 GPUs with unknown links.
+  EXPECT_GT(by_host["h100"], by_host["plain"]);
+  EXPECT_LE(by_host["h100"], 10);
+  const json bound = PostJson(
+      "/bind",
+      json(
+          {{"PodName", "train"}, {"PodNamespace", "ml"}, {"PodUID", "uid-train"}, {"Node", "h100"}})
+          .dump());
+  EXPECT_EQ(bound["Error"], "");
+  // The pod now carries its GPUs, four distinct UUIDs, and is bound.
+  const json list = Get("/debug/snapshot");
+  const json pod = PodObject(list, "train");
+  EXPECT_EQ(pod["spec"]["nodeName"], "h100");
+  const std::string assigned = pod["metadata"]["annotations"]["gputopo.io/assigned-gpus"];
+  std::set<std::string> gpus;
+  for (size_t start = 0; start <= assigned.size();) {
+    size_t comma = std::min(assigned.find(',', start), assigned.size());
+    gpus.insert(assigned.substr(start, comma - start));
+    start = comma + 1;
+  }
+  EXPECT_EQ(gpus.size(), 4u) << assigned;
+  for (const std::string& g : gpus) EXPECT_EQ(g.rfind("GPU-h100-", 0), 0u) << g;
+  // The explanation: chosen node, GPUs, placement, components.
+  const json why = Get("/debug/pods/ml/train");
+  EXPECT_EQ(why["bind"]["node"], "h100");
+  EXPECT_EQ(why["bind"]["gpus"].size(), 4u);
+  EXPECT_NE(why["bind"]["placement"].get<std::string>().find("NVLink island 0"), std::string::npos);
+  EXPECT_EQ(why["prioritize"]["nodes"][0]["node"], "h100");
+  EXPECT_EQ(why["prioritize"]["nodes"][0]["components"].size(), 4u);
+  // The node view shows the occupants.
+  const json node = Get("/debug/nodes/h100");
+  int occupied = 0;
+  for (const json& gpu : node["gpuList"]) occupied += gpu["occupants"].empty() ? 0 : 1;
+  EXPECT_GE(occupied, 4);
+  const json decisions = Get("/debug/decisions");
+  EXPECT_EQ(decisions["decisions"][0]["verb"], "bind");
+}
+
+TEST_F(ServerTest, ReplicasOfOneGroupGetDistinctGpus) {
+  const json cluster = BaseCluster();
+  StartWith(cluster);
+  std::set<std::string> gpus;
+  for (int i = 0; i < 4; ++i) {
+    const std::string name = "web-" + std::to_string(i);
+    const json filter = PostJson("/filter", Args(PodObject(cluster, name), {"h100"}).dump());
+    ASSERT_EQ(filter["NodeNames"], json({"h100"}));
+    const json bound = PostJson("/bind", json({{"PodName", name},
+                                               {"PodNamespace", "ml"},
+                                               {"PodUID", "uid-" + name},
+                                               {"Node", "h100"}})
+                                             .dump());
+    ASSERT_EQ(bound["Error"], "") << name;
+    gpus.insert(Get("/debug/pods/ml/" + name)["bind"]["gpus"][0].get<std::string>());
+  }
+  EXPECT_EQ(gpus.size(), 4u);
+}
+
+TEST_F(ServerTest, BadPodAnnotationFailsTheFilterWithItsReason) {
+  const json cluster = BaseCluster();
+  StartWith(cluster);
+  const json reply = PostJson("/filter", Args(PodObject(cluster, "typo"), {"h100"}).dump());
+  EXPECT_NE(reply["Error"].get<std::string>().find("gputopo.io/gpu-milli='5000'"),
+            std::string::npos);
+  auto res = client_->Post("/prioritize", Args(PodObject(cluster, "typo"), {"h100"}).dump(),
+                           "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  const json bound = PostJson(
+      "/bind",
+      json({{"PodName", "typo"}, {"PodNamespace", "ml"}, {"PodUID", "uid-typo"}, {"Node", "h100"}})
+          .dump());
+  EXPECT_NE(bound["Error"].get<std::string>().find("gpu-milli"), std::string::npos);
+}
+
+TEST_F(ServerTest, MalformedRequestsGetTheProtocolErrorAndTheServerKeepsServing) {
+  const json cluster = BaseCluster();
+  StartWith(cluster, /*max_body=*/1u << 20);
+  const std::string before = client_->Get("/debug/nodes")->body;
+  const std::vector<std::string> bodies = {
+      "",
+      "{",
+      "[]",
+      "null",
+      "{\"Pod\":null,\"NodeNames\":[\"h100\"]}",
+      "{\"NodeNames\":[\"h100\"]}",
+      "{\"Pod\":{\"metadata\":{\"name\":\"x\"}}}",
+      "{\"Pod\":{}, \"NodeNames\":[1,2]}",
+      std::string(5000, '['),
+      "\x01\x02\xff\xfe",
+      "{\"Pod\":{\"metadata\":{\"name\":\"x\"},\"spec\":{\"containers\":[{\"resources\":{"
+      "\"limits\":{\"nvidia.com/gpu\":\"lots\"}}}]}},\"NodeNames\":[]}"};
+  for (const std::string& body : bodies) {
+    const json filter = PostJson("/filter", body);
+    EXPECT_FALSE(filter["Error"].get<std::string>().empty()) << body.substr(0, 40);
+    auto res = client_->Post("/prioritize", body, "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 400) << body.substr(0, 40);
+    const json bind = PostJson("/bind", body);
+    EXPECT_FALSE(bind["Error"].get<std::string>().empty()) << body.substr(0, 40);
+  }
+  // Over the body limit: 413 with an Error body.
+  auto big = client_->Post("/filter", std::string(2u << 20, ' '), "application/json");
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->status, 413);
+  EXPECT_NE(big->body.find("larger than"), std::string::npos);
+  // Compressed bodies are refused.
+  httplib::Headers gzip = {{"Content-Encoding", "gzip"}};
+  auto zipped = client_->Post("/filter", gzip, "\x1f\x8b", "application/json");
+  ASSERT_TRUE(zipped);
+  EXPECT_EQ(zipped->status, 415);
+  // Absurd values on a well-formed pod.
+  json absurd = PodObject(cluster, "train");
+  absurd["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "100000000";
+  EXPECT_FALSE(
+      PostJson("/filter", Args(absurd, {"h100"}).dump())["Error"].get<std::string>().empty());
+  // Still serving, state untouched.
+  EXPECT_EQ(client_->Get("/healthz")->status, 200);
+  EXPECT_EQ(client_->Get("/debug/nodes")->body, before);
+  const json ok = PostJson("/filter", Args(PodObject(cluster, "train"), {"h100"}).dump());
+  EXPECT_EQ(ok["NodeNames"], json({"h100"}));
+}
+
+TEST_F(ServerTest, BindFailuresLeaveNoReservationBehind) {
+  const json cluster = BaseCluster();
+  StartWith(cluster);
+  auto bind = [&](const std::string& name, const std::string& uid, const std::string& node) {
+    return PostJson(
+               "/bind",
+               json({{"PodName", name}, {"PodNamespace", "ml"}, {"PodUID", uid}, {"Node", node}})
+                   .dump())["Error"]
+        .get<std::string>();
+  };
+  const std::string nodes_before = client_->Get("/debug/nodes")->body;
+  EXPECT_NE(bind("nobody", "uid-nobody", "h100").find("not found"), std::string::npos);
+  EXPECT_NE(bind("train", "uid-other", "h100").find("uid"), std::string::npos);
+  EXPECT_NE(bind("train", "uid-train", "ghost").find("unknown"), std::string::npos);
+  // A node whose topology is corrupt can hold nothing.
+  EXPECT_NE(bind("train", "uid-train", "broken").find("no longer fits"), std::string::npos);
+  EXPECT_NE(bind("running", "uid-running", "h100").find("already bound"), std::string::npos);
+  // Nothing was reserved by the failures. (Counts are per node: compare the whole view.)
+  const json after = json::parse(client_->Get("/debug/nodes")->body);
+  const json before = json::parse(nodes_before);
+  EXPECT_EQ(after["nodes"], before["nodes"]);
+  EXPECT_EQ(Get("/debug")["bindsInFlight"], 0);
+}
+
+TEST_F(ServerTest, ConcurrentBindsNeverOversubscribeAGpu) {
+  json cluster = BaseCluster();
+  // 40 single-GPU pods race for the h100 node: 8 GPUs x 4 slots, one already held by
+  // "running", so exactly 31 binds succeed and 9 must fail.
+  for (int i = 0; i < 40; ++i) cluster["items"].push_back(Pod("load", "p" + std::to_string(i), 1));
+  StartWith(cluster);
+  std::atomic<int> ok{0};
+  std::atomic<int> failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      httplib::Client client("127.0.0.1", app_->port());
+      for (int i = t; i < 40; i += 4) {
+        const std::string name = "p" + std::to_string(i);
+        json pod = Pod("load", name, 1);
+        client.Post("/filter", Args(pod, {"h100"}).dump(), "application/json");
+        auto res = client.Post("/bind",
+                               json({{"PodName", name},
+                                     {"PodNamespace", "load"},
+                                     {"PodUID", "uid-" + name},
+                                     {"Node", "h100"}})
+                                   .dump(),
+                               "application/json");
+        if (res && json::parse(res->body)["Error"] == "")
+          ++ok;
+        else
+          ++failed;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 31);
+  EXPECT_EQ(failed.load(), 9);
+  const json node = Get("/debug/nodes/h100");
+  for (const json& gpu : node["gpuList"]) {
+    EXPECT_LE(gpu["slotsUsed"].get<int>(), 4);
+    EXPECT_LE(gpu["milliUsed"].get<int>(), 1000);
+  }
+  EXPECT_EQ(node["slotsUsed"], 32);
+}
+
+// The bodies a real kube-scheduler sent, replayed byte for byte against a cluster holding the
+// same nodes and pods.
+class GoldenReplayTest : public ServerTest {
+ protected:
+  json CapturedCluster() {
+    const json request =
+        json::parse(ReadFile(SharedDir() / "k8s/cache_false/010-filter.gpu-plain-b.request.json"));
+    json items = json::array();
+    for (json node : request["Nodes"]["items"]) {
+      node["apiVersion"] = "v1";
+      node["kind"] = "Node";
+      items.push_back(node);
+    }
+    for (const char* dir : {"cache_true", "cache_false"}) {
+      for (const auto& path : testing::FilesIn(SharedDir() / "k8s" / dir, ".request.json")) {
+        if (path.filename().string().find("-filter.") == std::string::npos) continue;
+        json pod = json::parse(ReadFile(path))["Pod"];
+        pod["apiVersion"] = "v1";
+        pod["kind"] = "Pod";
+        items.push_back(pod);
+      }
+    }
+    return {{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}};
+  }
+};
+
+TEST_F(GoldenReplayTest, CapturedBodiesGetRepliesShapedLikeTheAcceptedOnes) {
+  StartWith(CapturedCluster());
+  int filters = 0;
+  int binds = 0;
+  for (const char* dir : {"cache_true", "cache_false"}) {
+    for (const auto& path : testing::FilesIn(SharedDir() / "k8s" / dir, ".request.json")) {
+      const std::string name = path.filename().string();
+      const std::string body = ReadFile(path);
+      const json request = json::parse(body);
+      std::string reply_path = path.string();
+      reply_path.replace(reply_path.find(".request.json"), 13, ".reply-from-test-extender.txt");
+      std::string accepted_text = ReadFile(reply_path);
+      const json accepted = json::parse(accepted_text.substr(accepted_text.find('\n') + 1));
+      if (name.find("-filter.") != std::string::npos) {
+        ++filters;
+        const json reply = PostJson("/filter", body);
+        EXPECT_EQ(reply["Error"], "") << name;
+        for (const auto& [key, value] : accepted.items())
+          EXPECT_TRUE(reply.contains(key)) << name << " " << key;
+        if (request["Nodes"].is_null()) {
+          EXPECT_EQ(reply["NodeNames"], request["NodeNames"]) << name;  // all three fit
+        } else {
+          ASSERT_TRUE(reply["Nodes"].is_object()) << name;
+          EXPECT_EQ(reply["Nodes"]["items"], request["Nodes"]["items"]) << name;
+        }
+      } else if (name.find("-prioritize.") != std::string::npos) {
+        const json reply = PostJson("/prioritize", body);
+        ASSERT_TRUE(reply.is_array()) << name;
+        ASSERT_EQ(reply.size(), accepted.size()) << name;
+        for (const json& hp : reply) {
+          EXPECT_TRUE(hp["Host"].is_string());
+          EXPECT_GE(hp["Score"].get<int>(), 0);
+          EXPECT_LE(hp["Score"].get<int>(), 10);
+        }
+      } else {
+        ++binds;
+        const json reply = PostJson("/bind", body);
+        EXPECT_EQ(reply, accepted) << name;  // {"Error": ""}
+      }
+    }
+  }
+  EXPECT_EQ(filters, 6);
+  EXPECT_EQ(binds, 6);
+  // Every captured pod is bound to the node the scheduler chose, with its GPUs recorded.
+  const json list = Get("/debug/snapshot");
+  int annotated = 0;
+  for (const json& item : list["items"]) {
+    if (item["kind"] != "Pod") continue;
+    EXPECT_FALSE(item["spec"].value("nodeName", "").empty()) << item["metadata"]["name"];
+    annotated += item["metadata"]["annotations"].contains("gputopo.io/assigned-gpus") ? 1 : 0;
+  }
+  EXPECT_EQ(annotated, 6);
+}
+
+}  // namespace
+}  // namespace gputopo

@@ -1,0 +1,646 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gputopo/machine_topology.h"
+#include "gputopo/well_known.h"
+#include "src/codec/k8s_json.h"
+#include "src/codec/topology_document.h"
+#include "test/support/fixtures.h"
+
+namespace gputopo::codec {
+namespace {
+
+using nlohmann::json;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Pair;
+
+std::filesystem::path CaptureDir(const std::string& mode) {
+  return gputopo::testing::SharedDir() / "k8s" / mode;
+}
+
+json ReadCapture(const std::string& mode, const std::string& file) {
+  const std::string text = gputopo::testing::ReadFile(CaptureDir(mode) / file);
+  return json::parse(text, nullptr, /*allow_exceptions=*/false);
+}
+
+// The Pod object inside a captured ExtenderArgs body, as compact JSON.
+std::string CapturedPod(const std::string& mode, const std::string& file) {
+  const json body = ReadCapture(mode, file);
+  EXPECT_TRUE(body.is_object() && body.contains("Pod")) << file;
+  return body.is_object() ? body.value("Pod", json()).dump() : "";
+}
+
+// The first Node object of a captured nodeCacheCapable=false filter request.
+json CapturedNode() {
+  const json body = ReadCapture("cache_false", "010-filter.gpu-plain-b.request.json");
+  EXPECT_TRUE(body.is_object()) << "capture did not parse";
+  if (!body.is_object()) return json::object();
+  return body["Nodes"]["items"][0];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pods from the captured requests.
+
+struct CapturedPodCase {
+  std::string mode;
+  std::string file;
+  std::string name;
+  std::string uid;
+  std::string resource_version;
+  int64_t gpus;
+};
+
+class CapturedPodTest : public ::testing::TestWithParam<CapturedPodCase> {};
+
+TEST_P(CapturedPodTest, DecodesIdentityAndGpuRequest) {
+  const CapturedPodCase& c = GetParam();
+  K8sDecoder decoder;
+  Result<PodInfo> pod = decoder.DecodePod(CapturedPod(c.mode, c.file));
+  ASSERT_TRUE(pod.ok()) << pod.status().ToString();
+  EXPECT_EQ(pod->name, c.name);
+  EXPECT_EQ(pod->namespace_name, "research");
+  EXPECT_EQ(pod->uid, c.uid);
+  EXPECT_EQ(pod->resource_version, c.resource_version);
+  EXPECT_EQ(pod->gpu_request, c.gpus);
+  EXPECT_EQ(pod->phase, PodPhase::kPending);
+  EXPECT_FALSE(pod->deletion_requested);
+  EXPECT_EQ(pod->node_name, "");
+  EXPECT_EQ(pod->Key(), "research/" + c.name);
+  // None of the captured pods carries a gputopo.io/ annotation.
+  EXPECT_THAT(pod->annotations, IsEmpty());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Captures, CapturedPodTest,
+    ::testing::Values(
+        CapturedPodCase{"cache_true", "001-filter.gpu-plain-a.request.json", "gpu-plain-a",
+                        "bb43edd5-aac9-43df-ae36-f2e58c030702", "207", 1},
+        CapturedPodCase{"cache_true", "004-filter.trainer-a.request.json", "trainer-a",
+                        "2cfa8746-4e49-49ea-8e00-101ba9e62789", "209", 1},
+        CapturedPodCase{"cache_true", "006-filter.gpu-two-a.request.json", "gpu-two-a",
+                        "163bf23c-d3c5-4291-9a18-33c86c736eb7", "210", 2},
+        CapturedPodCase{"cache_false", "010-filter.gpu-plain-b.request.json", "gpu-plain-b",
+                        "d244c00d-fd9e-4bfd-b983-ff0e46c9b4c8", "219", 1},
+        CapturedPodCase{"cache_false", "013-filter.trainer-b.request.json", "trainer-b",
+                        "e954306a-514e-4743-8f66-7220cff0af1f", "220", 1},
+        CapturedPodCase{"cache_false", "016-filter.gpu-two-b.request.json", "gpu-two-b",
+                        "6e7d8454-e56c-4c7a-9e2c-4b52e6294bda", "222", 2}),
+    [](const ::testing::TestParamInfo<CapturedPodCase>& p) {
+      std::string name = p.param.name;
+      for (char& ch : name) {
+        if (ch == '-') ch = '_';
+      }
+      return name;
+    });
+
+TEST(K8sDecodePodTest, TrainerHasTemplateHashAndControllerOwner) {
+  K8sDecoder decoder;
+  Result<PodInfo> pod =
+      decoder.DecodePod(CapturedPod("cache_true", "004-filter.trainer-a.request.json"));
+  ASSERT_TRUE(pod.ok()) << pod.status().ToString();
+  EXPECT_EQ(pod->pod_template_hash, "7d9f8c6b5d");
+  ASSERT_EQ(pod->owners.size(), 1u);
+  EXPECT_EQ(pod->owners[0].kind, "ReplicaSet");
+  EXPECT_EQ(pod->owners[0].name, "trainer");
+  EXPECT_EQ(pod->owners[0].uid, "db7b86ce-3e16-4c2d-bc3f-bc2c8844da42");
+  EXPECT_TRUE(pod->owners[0].controller);
+  // The capture's only annotation is research/note, which gputopo drops.
+  EXPECT_THAT(pod->annotations, IsEmpty());
+}
+
+TEST(K8sDecodePodTest, PlainPodHasNoOwnerAndNoTemplateHash) {
+  K8sDecoder decoder;
+  Result<PodInfo> pod =
+      decoder.DecodePod(CapturedPod("cache_true", "001-filter.gpu-plain-a.request.json"));
+  ASSERT_TRUE(pod.ok()) << pod.status().ToString();
+  EXPECT_EQ(pod->pod_template_hash, "");
+  EXPECT_THAT(pod->owners, IsEmpty());
+}
+
+TEST(K8sDecodePodTest, KeepsOnlyGputopoAnnotationsInOrder) {
+  json pod = json::parse(CapturedPod("cache_true", "004-filter.trainer-a.request.json"));
+  pod["metadata"]["annotations"] = {{"research/note", "owned by ReplicaSet"},
+                                    {"gputopo.io/group", "g1"},
+                                    {"example.com/gputopo.io/group", "not ours"},
+                                    {"gputopo.io/locality", "required"},
+                                    {"gputopo.io", "no slash: not ours"}};
+  K8sDecoder decoder;
+  Result<PodInfo> got = decoder.DecodePod(pod.dump());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  // nlohmann orders object keys; the decoder keeps the order it sees.
+  EXPECT_THAT(got->annotations,
+              ElementsAre(Pair("gputopo.io/group", "g1"), Pair("gputopo.io/locality", "required")));
+  EXPECT_EQ(FindAnnotation(got->annotations, kAnnotationGroup), "g1");
+  EXPECT_EQ(FindAnnotation(got->annotations, "research/note"), std::nullopt);
+}
+
+TEST(K8sDecodePodTest, OversizedGputopoAnnotationIsAnError) {
+  json pod = {{"metadata", {{"name", "p"}, {"annotations", json::object()}}},
+              {"spec", json::object()}};
+  pod["metadata"]["annotations"]["gputopo.io/group"] = std::string(300 * 1024, 'x');
+  K8sDecoder decoder;
+  Result<PodInfo> got = decoder.DecodePod(pod.dump());
+  ASSERT_FALSE(got.ok());
+  EXPECT_THAT(got.status().message(), HasSubstr("gputopo.io/group"));
+}
+
+TEST(K8sDecodePodTest, OversizedForeignAnnotationIsIgnored) {
+  json pod = {{"metadata", {{"name", "p"}, {"annotations", json::object()}}},
+              {"spec", json::object()}};
+  pod["metadata"]["annotations"]["example.com/blob"] = std::string(300 * 1024, 'x');
+  K8sDecoder decoder;
+  Result<PodInfo> got = decoder.DecodePod(pod.dump());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_THAT(got->annotations, IsEmpty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hand-made pods: the effective GPU request.
+
+// A container; `resources` is left out when it is JSON null.
+json Container(json resources) {
+  json c = {{"name", "c"}, {"image", "img"}};
+  if (!resources.is_null()) c["resources"] = std::move(resources);
+  return c;
+}
+json ContainerWithNullResources() {
+  json c = Container(nullptr);
+  c["resources"] = nullptr;
+  return c;
+}
+json Requests(json gpus) { return {{"requests", {{"cpu", "1"}, {"nvidia.com/gpu", gpus}}}}; }
+json Limits(json gpus) { return {{"limits", {{"nvidia.com/gpu", gpus}}}}; }
+json Sidecar(json gpus) {
+  json c = Container(Requests(std::move(gpus)));
+  c["restartPolicy"] = "Always";
+  return c;
+}
+
+// A pod with `containers` and, unless `init` is empty, `init` as its init containers.
+json MakePod(std::vector<json> containers, std::vector<json> init = {}) {
+  json pod = {{"metadata", {{"name", "p"}, {"namespace", "ns"}, {"uid", "u-1"}}},
+              {"spec", {{"containers", json(containers)}}},
+              {"status", {{"phase", "Pending"}}}};
+  if (!init.empty()) pod["spec"]["initContainers"] = json(init);
+  return pod;
+}
+json WithSpecField(json pod, const std::string& key, json value) {
+  pod["spec"][key] = std::move(value);
+  return pod;
+}
+
+struct RequestCase {
+  std::string label;
+  json pod;
+  int64_t gpus;
+};
+
+class GpuRequestTest : public ::testing::TestWithParam<RequestCase> {};
+
+TEST_P(GpuRequestTest, EffectiveRequest) {
+  const RequestCase& c = GetParam();
+  K8sDecoder decoder;
+  Result<PodInfo> pod = decoder.DecodePod(c.pod.dump());
+  ASSERT_TRUE(pod.ok()) << pod.status().ToString();
+  EXPECT_EQ(pod->gpu_request, c.gpus);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, GpuRequestTest,
+    ::testing::Values(
+        RequestCase{"RequestsOnly", MakePod({Container(Requests("1"))}), 1},
+        // The API server copies limits into requests, but a client-side object may not have
+        // been defaulted: limits alone still count.
+        RequestCase{"LimitsOnly", MakePod({Container(Limits("2"))}), 2},
+        RequestCase{"RequestsAndLimits",
+                    MakePod({Container({{"requests", {{"nvidia.com/gpu", "3"}}},
+                                        {"limits", {{"nvidia.com/gpu", "3"}}}})}),
+                    3},
+        RequestCase{"SumOfContainers",
+                    MakePod({Container(Requests("1")), Container(Requests("2"))}), 3},
+        RequestCase{"NoResources", MakePod({Container(nullptr)}), 0},
+        RequestCase{"NullResources", MakePod({ContainerWithNullResources()}), 0},
+        RequestCase{"NullRequestsList", MakePod({Container({{"requests", nullptr}})}), 0},
+        RequestCase{"CpuOnly", MakePod({Container({{"requests", {{"cpu", "2"}}}})}), 0},
+        RequestCase{"QuantityAsJsonNumber", MakePod({Container(Requests(2))}), 2},
+        RequestCase{"MilliWholeQuantity", MakePod({Container(Requests("2000m"))}), 2},
+        // containers 1+1 = 2; the init container runs alone with 3: max(2, 3) = 3.
+        RequestCase{"InitLargerThanContainers",
+                    MakePod({Container(Requests("1")), Container(Requests("1"))},
+                            {Container(Requests("3"))}),
+                    3},
+        // containers 1+1 = 2; init 1: max(2, 1) = 2.
+        RequestCase{"InitSmallerThanContainers",
+                    MakePod({Container(Requests("1")), Container(Requests("1"))},
+                            {Container(Requests("1"))}),
+                    2},
+        // Init containers run one at a time: max(1, max(2, 3)) = 3, not 2+3.
+        RequestCase{"InitContainersDoNotAdd",
+                    MakePod({Container(Requests("1"))},
+                            {Container(Requests("2")), Container(Requests("3"))}),
+                    3},
+        // A sidecar (restartPolicy Always) runs with the containers: 2 + 1 = 3.
+        RequestCase{"SidecarAddsToContainers", MakePod({Container(Requests("2"))}, {Sidecar("1")}),
+                    3},
+        // Sidecar 1 starts, then plain init 3 runs beside it (4); then containers 2 + sidecar 1
+        // (3): max(3, 4) = 4.
+        RequestCase{"InitAfterSidecarRunsBesideIt",
+                    MakePod({Container(Requests("2"))}, {Sidecar("1"), Container(Requests("3"))}),
+                    4},
+        // Plain init 3 runs first, alone; then sidecar 1 with containers 1: max(3, 1 + 1) = 3.
+        RequestCase{"InitBeforeSidecarRunsAlone",
+                    MakePod({Container(Requests("1"))}, {Container(Requests("3")), Sidecar("1")}),
+                    3},
+        RequestCase{"NullInitContainers",
+                    WithSpecField(MakePod({Container(Requests("1"))}), "initContainers", nullptr),
+                    1},
+        RequestCase{
+            "EmptyInitContainers",
+            WithSpecField(MakePod({Container(Requests("1"))}), "initContainers", json::array()), 1},
+        RequestCase{"NullContainers", WithSpecField(MakePod({}), "containers", nullptr), 0}),
+    [](const ::testing::TestParamInfo<RequestCase>& p) { return p.param.label; });
+
+struct BadQuantityCase {
+  std::string label;
+  json pod;
+  std::vector<std::string> message_parts;
+};
+
+class BadGpuQuantityTest : public ::testing::TestWithParam<BadQuantityCase> {};
+
+TEST_P(BadGpuQuantityTest, IsAnErrorNamingTheField) {
+  const BadQuantityCase& c = GetParam();
+  K8sDecoder decoder;
+  Result<PodInfo> pod = decoder.DecodePod(c.pod.dump());
+  ASSERT_FALSE(pod.ok()) << "decoded gpu_request " << pod->gpu_request;
+  for (const std::string& part : c.message_parts) {
+    EXPECT_THAT(pod.status().message(), HasSubstr(part));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, BadGpuQuantityTest,
+    ::testing::Values(
+        BadQuantityCase{"FractionalRequest",
+                        MakePod({Container(Requests("1.5"))}),
+                        {"spec.containers", "requests[nvidia.com/gpu]", "1.5"}},
+        BadQuantityCase{"GarbageLimit",
+                        MakePod({Container(Limits("lots"))}),
+                        {"spec.containers", "limits[nvidia.com/gpu]"}},
+        BadQuantityCase{"FractionalInitRequest",
+                        MakePod({Container(Requests("1"))}, {Container(Requests("500m"))}),
+                        {"spec.initContainers", "requests[nvidia.com/gpu]"}},
+        BadQuantityCase{"FractionalJsonNumber", MakePod({Container(Requests(1.5))}), {}},
+        BadQuantityCase{"BooleanQuantity", MakePod({Container(Requests(true))}), {}},
+        BadQuantityCase{"ContainersNotArray",
+                        json{{"metadata", {{"name", "p"}}}, {"spec", {{"containers", "x"}}}},
+                        {}}),
+    [](const ::testing::TestParamInfo<BadQuantityCase>& p) { return p.param.label; });
+
+// ---------------------------------------------------------------------------------------------
+// Hand-made pods: metadata, spec and status.
+
+TEST(K8sDecodePodTest, OwnerReferencesInOrderWithControllerFlag) {
+  json pod = MakePod({Container(Requests("1"))});
+  pod["metadata"]["ownerReferences"] = {
+      {{"kind", "Job"}, {"name", "j1"}, {"uid", "u-j"}, {"controller", false}},
+      {{"kind", "StatefulSet"}, {"name", "s1"}, {"uid", "u-s"}},
+      {{"apiVersion", "apps/v1"},
+       {"kind", "ReplicaSet"},
+       {"name", "r1"},
+       {"uid", "u-r"},
+       {"controller", true},
+       {"blockOwnerDeletion", true}}};
+  K8sDecoder decoder;
+  Result<PodInfo> got = decoder.DecodePod(pod.dump());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_THAT(got->owners, ElementsAre(OwnerReference{"Job", "j1", "u-j", false},
+                                       OwnerReference{"StatefulSet", "s1", "u-s", false},
+                                       OwnerReference{"ReplicaSet", "r1", "u-r", true}));
+}
+
+TEST(K8sDecodePodTest, DeletionTimestampSetsDeletionRequested) {
+  json pod = MakePod({Container(Requests("1"))});
+  pod["metadata"]["deletionTimestamp"] = "2026-11-29T17:50:00Z";
+  K8sDecoder decoder;
+  Result<PodInfo> got = decoder.DecodePod(pod.dump());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_TRUE(got->deletion_requested);
+
+  pod["metadata"]["deletionTimestamp"] = nullptr;
+  got = decoder.DecodePod(pod.dump());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_FALSE(got->deletion_requested);
+}
+
+TEST(K8sDecodePodTest, NodeName) {
+  json pod = MakePod({Container(Requests("1"))});
+  pod["spec"]["nodeName"] = "gpu-node-7";
+  K8sDecoder decoder;
+  Result<PodInfo> got = decoder.DecodePod(pod.dump());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->node_name, "gpu-node-7");
+}
+
+TEST(K8sDecodePodTest, MissingNamespaceIsDefault) {
+  json pod = MakePod({Container(Requests("1"))});
+  pod["metadata"].erase("namespace");
+  K8sDecoder decoder;
+  Result<PodInfo> got = decoder.DecodePod(pod.dump());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->namespace_name, "default");
+}
+
+struct PhaseCase {
+  json phase;
+  PodPhase expected;
+  bool terminal;
+};
+
+class PodPhaseTest : public ::testing::TestWithParam<PhaseCase> {};
+
+TEST_P(PodPhaseTest, Decodes) {
+  const PhaseCase& c = GetParam();
+  json pod = MakePod({Container(Requests("1"))});
+  pod["status"]["phase"] = c.phase;
+  K8sDecoder decoder;
+  Result<PodInfo> got = decoder.DecodePod(pod.dump());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->phase, c.expected) << c.phase.dump();
+  EXPECT_EQ(got->IsTerminal(), c.terminal) << c.phase.dump();
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, PodPhaseTest,
+                         ::testing::Values(PhaseCase{"Pending", PodPhase::kPending, false},
+                                           PhaseCase{"Running", PodPhase::kRunning, false},
+                                           PhaseCase{"Succeeded", PodPhase::kSucceeded, true},
+                                           PhaseCase{"Failed", PodPhase::kFailed, true},
+                                           PhaseCase{"Unknown", PodPhase::kUnknown, false},
+                                           PhaseCase{"", PodPhase::kPending, false},
+                                           PhaseCase{nullptr, PodPhase::kPending, false}));
+
+TEST(K8sDecodePodTest, NullStatusIsPending) {
+  json pod = MakePod({Container(Requests("1"))});
+  pod["status"] = nullptr;
+  K8sDecoder decoder;
+  Result<PodInfo> got = decoder.DecodePod(pod.dump());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->phase, PodPhase::kPending);
+}
+
+TEST(K8sDecodePodTest, MissingNameIsAnError) {
+  json pod = MakePod({Container(Requests("1"))});
+  pod["metadata"].erase("name");
+  K8sDecoder decoder;
+  Result<PodInfo> got = decoder.DecodePod(pod.dump());
+  ASSERT_FALSE(got.ok());
+  EXPECT_THAT(got.status().message(), HasSubstr("metadata.name"));
+}
+
+TEST(K8sDecodePodTest, MissingMetadataIsAnError) {
+  K8sDecoder decoder;
+  EXPECT_FALSE(decoder.DecodePod(R"({"spec":{"containers":[]}})").ok());
+}
+
+class MalformedPodTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MalformedPodTest, IsAnErrorNotACrash) {
+  K8sDecoder decoder;
+  Result<PodInfo> got = decoder.DecodePod(GetParam());
+  EXPECT_FALSE(got.ok()) << "decoded pod " << got->name;
+  EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, MalformedPodTest,
+    ::testing::Values("",                                                   // empty
+                      "   ",                                                // whitespace
+                      "{",                                                  // truncated
+                      R"({"metadata":{"name":"p")",                         // truncated
+                      R"({"metadata":{"name":"p"}} x)",                     // trailing garbage
+                      R"({"metadata":{"name":"p"}}{})",                     // two objects
+                      R"({"metadata":{"name":"p"}},)",                      //
+                      "[]",                                                 // not an object
+                      R"([{"metadata":{"name":"p"}}])",                     // an array of pods
+                      "null", "42", "\"pod\"", "true",                      // scalars
+                      R"({"metadata":[]})",                                 // metadata array
+                      R"({"metadata":{"name":7}})",                         // name not a string
+                      R"({"metadata":{"name":null}})",                      //
+                      R"({"metadata":{"name":"p"},"spec":[]})",             // spec array
+                      R"({"metadata":{"name":"p","ownerReferences":{}}})",  // owners object
+                      R"({"metadata":{"name":"p","labels":[]}})",           // labels array
+                      R"({"metadata":{"name":"p"},"spec":{"containers":[1]}})",  // container number
+                      R"({"metadata":{"name":"p"},"spec":{"containers":[{"resources":[]}]}})",
+                      R"({"metadata":{"name":"p"}"spec":{}})",               // missing comma
+                      std::string("{\"metadata\":{\"name\":\"p\0\"}}", 26),  // NUL in string
+                      std::string("\xff\xfe\x00\x01", 4)));                  // binary junk
+
+TEST(K8sDecodePodTest, TrailingWhitespaceIsFine) {
+  K8sDecoder decoder;
+  Result<PodInfo> got = decoder.DecodePod("{\"metadata\":{\"name\":\"p\"}} \n\t ");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->name, "p");
+}
+
+// Every proper prefix of a real Pod is incomplete JSON: an error, never a crash or a pod.
+TEST(K8sDecodePodTest, EveryTruncationIsAnError) {
+  const std::string full = CapturedPod("cache_true", "004-filter.trainer-a.request.json");
+  ASSERT_FALSE(full.empty());
+  K8sDecoder decoder;
+  for (size_t len = 0; len < full.size(); ++len) {
+    Result<PodInfo> got = decoder.DecodePod(std::string_view(full).substr(0, len));
+    EXPECT_FALSE(got.ok()) << "prefix of " << len << " bytes decoded as a pod";
+    if (got.ok()) break;
+  }
+  EXPECT_TRUE(decoder.DecodePod(full).ok());
+}
+
+TEST(K8sDecodePodTest, DecoderIsReusable) {
+  K8sDecoder decoder;
+  ASSERT_TRUE(
+      decoder.DecodePod(CapturedPod("cache_true", "006-filter.gpu-two-a.request.json")).ok());
+  ASSERT_FALSE(decoder.DecodePod("{broken").ok());
+  Result<PodInfo> got =
+      decoder.DecodePod(CapturedPod("cache_true", "004-filter.trainer-a.request.json"));
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->name, "trainer-a");
+  EXPECT_EQ(got->gpu_request, 1);
+  EXPECT_EQ(got->owners.size(), 1u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Nodes.
+
+TEST(K8sDecodeNodeTest, CapturedNode) {
+  K8sDecoder decoder;
+  Result<NodeInfo> node = decoder.DecodeNode(CapturedNode().dump());
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  EXPECT_EQ(node->name, "gpu-node-2");
+  EXPECT_EQ(node->resource_version, "203");
+  EXPECT_EQ(node->allocatable_gpus, 8);
+  EXPECT_EQ(node->label_gpu_product, std::optional<std::string>("FAKE-H100"));
+  EXPECT_EQ(node->label_gpu_count, std::nullopt);
+  EXPECT_EQ(node->label_gpu_replicas, std::nullopt);
+  EXPECT_EQ(node->label_gpu_memory, std::nullopt);
+  EXPECT_EQ(node->label_topology_profile, std::nullopt);
+  EXPECT_FALSE(node->annotation_topology.has_value());
+}
+
+TEST(K8sDecodeNodeTest, EveryCapturedNodeHasEightGpus) {
+  const json body = ReadCapture("cache_false", "013-filter.trainer-b.request.json");
+  ASSERT_TRUE(body.is_object());
+  K8sDecoder decoder;
+  std::vector<std::string> names;
+  for (const json& item : body["Nodes"]["items"]) {
+    Result<NodeInfo> node = decoder.DecodeNode(item.dump());
+    ASSERT_TRUE(node.ok()) << node.status().ToString();
+    EXPECT_EQ(node->allocatable_gpus, 8) << node->name;
+    names.push_back(node->name);
+  }
+  EXPECT_THAT(names, ElementsAre("gpu-node-2", "gpu-node-3", "gpu-node-1"));
+}
+
+TEST(K8sDecodeNodeTest, GpuLabelsAreCaptured) {
+  json node = CapturedNode();
+  node["metadata"]["labels"]["gputopo.io/topology-profile"] = "hgx-h100";
+  node["metadata"]["labels"]["nvidia.com/gpu.count"] = "8";
+  node["metadata"]["labels"]["nvidia.com/gpu.replicas"] = "4";
+  node["metadata"]["labels"]["nvidia.com/gpu.memory"] = "81559";
+  node["metadata"]["labels"]["nvidia.com/gpu.family"] = "hopper";  // not one we keep
+  K8sDecoder decoder;
+  Result<NodeInfo> got = decoder.DecodeNode(node.dump());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->label_topology_profile, std::optional<std::string>("hgx-h100"));
+  EXPECT_EQ(got->label_gpu_count, std::optional<std::string>("8"));
+  EXPECT_EQ(got->label_gpu_replicas, std::optional<std::string>("4"));
+  EXPECT_EQ(got->label_gpu_memory, std::optional<std::string>("81559"));
+  EXPECT_EQ(got->label_gpu_product, std::optional<std::string>("FAKE-H100"));
+}
+
+TEST(K8sDecodeNodeTest, ValidTopologyAnnotation) {
+  MachineTopology machine(4);
+  machine.SetLink(0, 1, Link{LinkType::kNvLink, 4});
+  machine.SetLink(2, 3, Link{LinkType::kPix, 0});
+  TopologyFormatOptions compact;
+  compact.pretty = false;
+  json node = CapturedNode();
+  node["metadata"]["annotations"] = {
+      {"example.com/other", "x"},
+      {"gputopo.io/topology", FormatTopologyDocument(machine, compact)}};
+  K8sDecoder decoder;
+  Result<NodeInfo> got = decoder.DecodeNode(node.dump());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_TRUE(got->annotation_topology.has_value());
+  ASSERT_TRUE(got->annotation_topology->ok()) << got->annotation_topology->status().ToString();
+  EXPECT_EQ((*got->annotation_topology)->gpu_count(), 4);
+  EXPECT_EQ((*got->annotation_topology)->link(1, 0), (Link{LinkType::kNvLink, 4}));
+  EXPECT_EQ(**got->annotation_topology, machine);
+}
+
+struct CorruptAnnotationCase {
+  std::string label;
+  json annotation;
+};
+
+class CorruptTopologyAnnotationTest : public ::testing::TestWithParam<CorruptAnnotationCase> {};
+
+TEST_P(CorruptTopologyAnnotationTest, FailsTheAnnotationNotTheNode) {
+  json node = CapturedNode();
+  node["metadata"]["annotations"] = {{"gputopo.io/topology", GetParam().annotation}};
+  K8sDecoder decoder;
+  Result<NodeInfo> got = decoder.DecodeNode(node.dump());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->name, "gpu-node-2");
+  EXPECT_EQ(got->allocatable_gpus, 8);
+  ASSERT_TRUE(got->annotation_topology.has_value());
+  EXPECT_FALSE(got->annotation_topology->ok());
+  EXPECT_FALSE(got->annotation_topology->status().message().empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, CorruptTopologyAnnotationTest,
+    ::testing::Values(CorruptAnnotationCase{"NotJson", "{not json"},
+                      CorruptAnnotationCase{"Empty", ""},
+                      CorruptAnnotationCase{"NoGpus", R"({"version":1,"gpus":[]})"},
+                      CorruptAnnotationCase{"DuplicateIndex",
+                                            R"({"version":1,"gpus":[{"index":0},{"index":0}]})"},
+                      CorruptAnnotationCase{"NullValue", nullptr},
+                      CorruptAnnotationCase{"TooLarge",
+                                            R"({"version":1,"gpus":[{"index":0}],"pad":")" +
+                                                std::string(300 * 1024, 'x') + "\"}"}),
+    [](const ::testing::TestParamInfo<CorruptAnnotationCase>& p) { return p.param.label; });
+
+TEST(K8sDecodeNodeTest, AllocatableAsNumber) {
+  json node = CapturedNode();
+  node["status"]["allocatable"]["nvidia.com/gpu"] = 4;
+  K8sDecoder decoder;
+  Result<NodeInfo> got = decoder.DecodeNode(node.dump());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->allocatable_gpus, 4);
+}
+
+TEST(K8sDecodeNodeTest, NoGpuAllocatableIsZero) {
+  json node = CapturedNode();
+  node["status"]["allocatable"].erase("nvidia.com/gpu");
+  K8sDecoder decoder;
+  Result<NodeInfo> got = decoder.DecodeNode(node.dump());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->allocatable_gpus, 0);
+}
+
+TEST(K8sDecodeNodeTest, BadAllocatableIsAnError) {
+  json node = CapturedNode();
+  node["status"]["allocatable"]["nvidia.com/gpu"] = "abc";
+  K8sDecoder decoder;
+  Result<NodeInfo> got = decoder.DecodeNode(node.dump());
+  ASSERT_FALSE(got.ok());
+  EXPECT_THAT(got.status().message(), HasSubstr("allocatable"));
+}
+
+TEST(K8sDecodeNodeTest, MissingNameIsAnError) {
+  json node = CapturedNode();
+  node["metadata"].erase("name");
+  K8sDecoder decoder;
+  Result<NodeInfo> got = decoder.DecodeNode(node.dump());
+  ASSERT_FALSE(got.ok());
+  EXPECT_THAT(got.status().message(), HasSubstr("metadata.name"));
+}
+
+class MalformedNodeTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MalformedNodeTest, IsAnErrorNotACrash) {
+  K8sDecoder decoder;
+  Result<NodeInfo> got = decoder.DecodeNode(GetParam());
+  EXPECT_FALSE(got.ok()) << "decoded node " << got->name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, MalformedNodeTest,
+                         ::testing::Values("", "{", "[]", R"([{"metadata":{"name":"n"}}])", "null",
+                                           "7", R"({"metadata":{"name":"n"}} junk)",
+                                           R"({"metadata":{"name":"n"},"status":[]})",
+                                           R"({"metadata":{"name":"n","labels":[1]}})",
+                                           R"({"metadata":{"name":"n"})", "\x01\x02\x03"));
+
+TEST(K8sDecodeNodeTest, EveryTruncationIsAnError) {
+  const std::string full = CapturedNode().dump();
+  ASSERT_GT(full.size(), 100u);
+  K8sDecoder decoder;
+  for (size_t len = 0; len < full.size(); ++len) {
+    Result<NodeInfo> got = decoder.DecodeNode(std::string_view(full).substr(0, len));
+    EXPECT_FALSE(got.ok()) << "prefix of " << len << " bytes decoded as a node";
+    if (got.ok()) break;
+  }
+  EXPECT_TRUE(decoder.DecodeNode(full).ok());
+}
+
+}  // namespace
+}  // namespace gputopo::codec
