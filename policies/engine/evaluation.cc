@@ -161,15 +161,16 @@ std::string DescribeShortfall(const PlacementContext& ctx, const Eligibility& e)
 
 class CandidateSearch {
  public:
-  CandidateSearch(const PlacementContext& ctx, const Preset& preset) : ctx_(ctx), preset_(preset) {
-    for (const WeightedComponent& c : preset.components()) total_weight_ += c.weight;
+  CandidateSearch(const PlacementContext& ctx, const Preset& preset) {
+    for (const WeightedComponent& c : preset.components()) {
+      total_weight_ += c.weight;
+      if (c.weight > 0.0) scorers_.push_back({c.component->Prepare(ctx), c.weight});
+    }
   }
 
   double WeightedScore(GpuMask gpus) const {
     double sum = 0.0;
-    for (const WeightedComponent& c : preset_.components()) {
-      if (c.weight > 0.0) sum += c.weight * c.component->Score(ctx_, gpus);
-    }
+    for (const auto& [scorer, weight] : scorers_) sum += weight * scorer->Score(gpus);
     return sum / total_weight_;
   }
 
@@ -188,8 +189,7 @@ class CandidateSearch {
   uint64_t candidates() const { return candidates_; }
 
  private:
-  const PlacementContext& ctx_;
-  const Preset& preset_;
+  std::vector<std::pair<std::unique_ptr<PreparedScore>, double>> scorers_;
   double total_weight_ = 0.0;
   GpuMask best_ = 0;
   double best_score_ = 0.0;
@@ -309,8 +309,9 @@ NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node,
   e.candidates = search.candidates();
   e.heuristic = !exact;
   for (const WeightedComponent& c : preset.components()) {
-    e.components.push_back({std::string(c.component->Name()), c.weight,
-                            c.component->Score(ctx, e.gpus), c.component->Explain(ctx, e.gpus)});
+    const std::unique_ptr<PreparedScore> scorer = c.component->Prepare(ctx);
+    e.components.push_back(
+        {std::string(c.component->Name()), c.weight, scorer->Score(e.gpus), scorer->Explain(e.gpus)});
   }
   return e;
 }

@@ -87,24 +87,121 @@ FreeView Fragmentation::After(const PlacementContext& ctx, FreeView view, GpuMas
   return view;
 }
 
-double Fragmentation::Delta(const PlacementContext& ctx, GpuMask gpus) const {
-  const FreeView before = Before(ctx);
-  const FreeView after = After(ctx, before, gpus);
-  return ExpectedFragmentMilli(after, workload_) - ExpectedFragmentMilli(before, workload_);
+namespace {
+
+// The fragmentation of one node before the pod, kept per workload class so that each candidate
+// set is scored by updating only the GPUs it changes.
+class PreparedFragmentation final : public PreparedScore {
+ public:
+  PreparedFragmentation(const PlacementContext& ctx, const std::vector<WorkloadClass>& workload)
+      : ctx_(ctx), workload_(workload), before_(Fragmentation::Before(ctx)) {
+    for (int g = 0; g < before_.gpu_count; ++g) total_before_ += before_.free_milli[Index(g)];
+    double weights = 0.0;
+    for (const WorkloadClass& cls : workload_) {
+      ClassState state;
+      for (int g = 0; g < before_.gpu_count; ++g) {
+        if (Usable(before_.free_slots[Index(g)], before_.free_milli[Index(g)], cls)) {
+          state.usable |= topology::Bit(g);
+        } else {
+          state.unusable += before_.free_milli[Index(g)];
+        }
+      }
+      classes_.push_back(state);
+      expected_before_ += cls.weight * FragmentMilli(before_, cls);
+      weights += cls.weight;
+    }
+    weight_sum_ = weights;
+    if (weights > 0.0) expected_before_ /= weights;
+  }
+
+  // Expected stranded capacity (milli) after placing the pod on `gpus`, minus before.
+  double Delta(GpuMask gpus) const {
+    if (weight_sum_ <= 0.0) return 0.0;
+    std::array<int, 64> slots_after{};
+    std::array<int, 64> milli_after{};
+    double total_after = total_before_;
+    for (GpuMask rest = gpus; rest != 0; rest &= rest - 1) {
+      const auto g = static_cast<size_t>(std::countr_zero(rest));
+      if (ctx_.pod.exclusive) {
+        slots_after[g] = 0;
+        milli_after[g] = 0;
+      } else {
+        slots_after[g] = std::max(0, before_.free_slots[g] - 1);
+        milli_after[g] = std::max(0, before_.free_milli[g] - ctx_.share_milli);
+      }
+      total_after -= before_.free_milli[g] - milli_after[g];
+    }
+    const int node_free_after = std::max(0, before_.node_free_slots - topology::Count(gpus));
+    double expected_after = 0.0;
+    for (size_t c = 0; c < workload_.size(); ++c) {
+      const WorkloadClass& cls = workload_[c];
+      GpuMask usable = classes_[c].usable;
+      double unusable = classes_[c].unusable;
+      for (GpuMask rest = gpus; rest != 0; rest &= rest - 1) {
+        const int g = std::countr_zero(rest);
+        const auto i = static_cast<size_t>(g);
+        if (topology::Has(usable, g)) {
+          usable &= ~topology::Bit(g);
+        } else {
+          unusable -= before_.free_milli[i];
+        }
+        if (Usable(slots_after[i], milli_after[i], cls)) {
+          usable |= topology::Bit(g);
+        } else {
+          unusable += milli_after[i];
+        }
+      }
+      expected_after += cls.weight * (Fits(usable, node_free_after, cls) ? unusable : total_after);
+    }
+    return expected_after / weight_sum_ - expected_before_;
+  }
+
+  double Score(GpuMask gpus) const override { return FragmentationScore(Delta(gpus)); }
+
+  std::string Explain(GpuMask gpus) const override {
+    const double delta = Delta(gpus);
+    char text[96];
+    std::snprintf(text, sizeof(text), "expected stranded capacity %+.2f GPU (%.2f -> %.2f)",
+                  delta / kWholeGpuMilli, expected_before_ / kWholeGpuMilli,
+                  (expected_before_ + delta) / kWholeGpuMilli);
+    return text;
+  }
+
+ private:
+  struct ClassState {
+    GpuMask usable = 0;     // GPUs a pod of the class could use
+    double unusable = 0.0;  // free milli on the others
+  };
+  static size_t Index(int g) { return static_cast<size_t>(g); }
+  static bool Usable(int free_slots, int free_milli, const WorkloadClass& cls) {
+    return free_slots >= 1 && free_milli >= cls.milli;
+  }
+  bool Fits(GpuMask usable, int node_free_slots, const WorkloadClass& cls) const {
+    if (node_free_slots < cls.gpus) return false;
+    if (cls.gpus <= 1) return usable != 0;
+    for (GpuMask domain : before_.domains) {
+      if (topology::Count(usable & domain) >= cls.gpus) return true;
+    }
+    return false;
+  }
+
+  const PlacementContext& ctx_;
+  const std::vector<WorkloadClass>& workload_;
+  const FreeView before_;
+  double total_before_ = 0.0;
+  std::vector<ClassState> classes_;
+  double expected_before_ = 0.0;
+  double weight_sum_ = 0.0;
+};
+
+}  // namespace
+
+std::unique_ptr<PreparedScore> Fragmentation::Prepare(const PlacementContext& ctx) const {
+  return std::make_unique<PreparedFragmentation>(ctx, workload_);
 }
 
 double Fragmentation::Score(const PlacementContext& ctx, GpuMask gpus) const {
-  return FragmentationScore(Delta(ctx, gpus));
-}
-
-std::string Fragmentation::Explain(const PlacementContext& ctx, GpuMask gpus) const {
-  const double delta = Delta(ctx, gpus);
-  char text[96];
-  std::snprintf(text, sizeof(text), "expected stranded capacity %+.2f GPU (%.2f -> %.2f)",
-                delta / kWholeGpuMilli,
-                ExpectedFragmentMilli(Before(ctx), workload_) / kWholeGpuMilli,
-                ExpectedFragmentMilli(After(ctx, Before(ctx), gpus), workload_) / kWholeGpuMilli);
-  return text;
+  return Prepare(ctx)->Score(gpus);
 }
 
 std::vector<WorkloadClass> Fragmentation::DefaultWorkload() {

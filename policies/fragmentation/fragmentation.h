@@ -46,8 +46,11 @@ class Fragmentation final : public ScoreComponent {
   // Precondition: workload validated (see MakeFragmentation in the registry).
   explicit Fragmentation(std::vector<WorkloadClass> workload) : workload_(std::move(workload)) {}
   std::string_view Name() const override { return kName; }
-  double Score(const PlacementContext& ctx, GpuMask gpus) const override;
-  std::string Explain(const PlacementContext& ctx, GpuMask gpus) const override;
+  // Computes the node's fragmentation once; each candidate set then costs
+  // O(classes * (N + domains)).
+  std::unique_ptr<PreparedScore> Prepare(const PlacementContext& ctx) const override;
+  // Convenience for one set (tests): Prepare(ctx)->Score(gpus).
+  double Score(const PlacementContext& ctx, GpuMask gpus) const;
 
   // The view before and after placing the pod on `gpus`.
   static FreeView Before(const PlacementContext& ctx);
@@ -57,7 +60,6 @@ class Fragmentation final : public ScoreComponent {
   static std::vector<WorkloadClass> DefaultWorkload();
 
  private:
-  double Delta(const PlacementContext& ctx, GpuMask gpus) const;
   std::vector<WorkloadClass> workload_;
 };
 

@@ -46,6 +46,12 @@ double BestNumaShare(const topology::TopologyShape& shape, int n) {
   return static_cast<double>(std::min(largest, n)) / n;
 }
 
+std::unique_ptr<PreparedScore> LocalityComponent::Prepare(const PlacementContext& ctx) const {
+  return MakeSimplePreparedScore(
+      ctx, [this](const PlacementContext& c, GpuMask g) { return Score(c, g); },
+      [this](const PlacementContext& c, GpuMask g) { return Explain(c, g); });
+}
+
 double LocalityComponent::Score(const PlacementContext& ctx, GpuMask gpus) const {
   if (ctx.pod.gpus <= 1 || ctx.pod.locality == Locality::kNone) return kMaxComponentScore;
   if (!ctx.shape.links_known()) return unknown_score_;

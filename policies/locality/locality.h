@@ -44,8 +44,9 @@ class LocalityComponent final : public ScoreComponent {
                     double numa_weight = kDefaultNumaWeight)
       : unmet_cap_(unmet_cap), unknown_score_(unknown_score), numa_weight_(numa_weight) {}
   std::string_view Name() const override { return kName; }
-  double Score(const PlacementContext& ctx, GpuMask gpus) const override;
-  std::string Explain(const PlacementContext& ctx, GpuMask gpus) const override;
+  std::unique_ptr<PreparedScore> Prepare(const PlacementContext& ctx) const override;
+  double Score(const PlacementContext& ctx, GpuMask gpus) const;
+  std::string Explain(const PlacementContext& ctx, GpuMask gpus) const;
 
  private:
   double unmet_cap_;

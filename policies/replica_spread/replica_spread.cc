@@ -10,6 +10,12 @@ double ReplicaSpreadScore(int n, int same_gpu, int same_island, double island_pe
   return std::clamp(kMaxComponentScore * (1.0 - penalty / n), 0.0, kMaxComponentScore);
 }
 
+std::unique_ptr<PreparedScore> ReplicaSpread::Prepare(const PlacementContext& ctx) const {
+  return MakeSimplePreparedScore(
+      ctx, [this](const PlacementContext& c, GpuMask g) { return Score(c, g); },
+      [this](const PlacementContext& c, GpuMask g) { return Explain(c, g); });
+}
+
 double ReplicaSpread::Score(const PlacementContext& ctx, GpuMask gpus) const {
   if (ctx.pod.spread == SpreadMode::kNone) return kMaxComponentScore;
   const int same_gpu = topology::Count(gpus & ctx.group_gpus);

@@ -27,8 +27,9 @@ class ReplicaSpread final : public ScoreComponent {
   explicit ReplicaSpread(double island_penalty = kDefaultIslandPenalty)
       : island_penalty_(island_penalty) {}
   std::string_view Name() const override { return kName; }
-  double Score(const PlacementContext& ctx, GpuMask gpus) const override;
-  std::string Explain(const PlacementContext& ctx, GpuMask gpus) const override;
+  std::unique_ptr<PreparedScore> Prepare(const PlacementContext& ctx) const override;
+  double Score(const PlacementContext& ctx, GpuMask gpus) const;
+  std::string Explain(const PlacementContext& ctx, GpuMask gpus) const;
 
  private:
   double island_penalty_;

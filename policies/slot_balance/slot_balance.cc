@@ -9,6 +9,12 @@ double SlotBalanceScore(int free_after, int total) {
   return std::clamp(kMaxComponentScore * free_after / total, 0.0, kMaxComponentScore);
 }
 
+std::unique_ptr<PreparedScore> SlotBalance::Prepare(const PlacementContext& ctx) const {
+  return MakeSimplePreparedScore(
+      ctx, [this](const PlacementContext& c, GpuMask g) { return Score(c, g); },
+      [this](const PlacementContext& c, GpuMask g) { return Explain(c, g); });
+}
+
 double SlotBalance::Score(const PlacementContext& ctx, GpuMask gpus) const {
   return SlotBalanceScore(ctx.node_free_slots - topology::Count(gpus), ctx.node.total_slots());
 }

@@ -17,8 +17,9 @@ class SlotBalance final : public ScoreComponent {
  public:
   static constexpr std::string_view kName = "slot-balance";
   std::string_view Name() const override { return kName; }
-  double Score(const PlacementContext& ctx, GpuMask gpus) const override;
-  std::string Explain(const PlacementContext& ctx, GpuMask gpus) const override;
+  std::unique_ptr<PreparedScore> Prepare(const PlacementContext& ctx) const override;
+  double Score(const PlacementContext& ctx, GpuMask gpus) const;
+  std::string Explain(const PlacementContext& ctx, GpuMask gpus) const;
 };
 
 }  // namespace gputopo::policies

@@ -5,6 +5,7 @@
 #include "policies/locality/locality.h"
 #include "policies/replica_spread/replica_spread.h"
 #include "policies/slot_balance/slot_balance.h"
+#include "topology/combinations.h"
 #include "test/support/builders.h"
 #include "test/support/test_cluster.h"
 
@@ -140,11 +141,45 @@ TEST(FragmentationComponentTest, PrefersTheSharedGpuForAnotherWorkload) {
   const PlacementContext ctx = MakePlacementContext(req, *node);
   const Fragmentation frag(Fragmentation::DefaultWorkload());
   EXPECT_GT(frag.Score(ctx, Bit(0)), frag.Score(ctx, Bit(1)));
-  EXPECT_NE(frag.Explain(ctx, Bit(1)).find("stranded"), std::string::npos);
+  EXPECT_NE(frag.Prepare(ctx)->Explain(Bit(1)).find("stranded"), std::string::npos);
   // Replica spread sees no group member on either GPU.
   const ReplicaSpread spread;
   EXPECT_EQ(spread.Score(ctx, Bit(0)), 10.0);
   EXPECT_EQ(spread.Score(ctx, Bit(1)), 10.0);
+}
+
+// The prepared scorer updates the node's fragmentation incrementally; it must agree with
+// recomputing the whole node after the placement, for every candidate set.
+TEST(FragmentationComponentTest, IncrementalScoreMatchesFullRecomputation) {
+  testing::TestCluster cluster;
+  cluster.Add(MakeNode().Name("n").Profile("pairs").Replicas(4).Allocatable(32).Obj());
+  cluster.Add(MakePod().Name("a").Gpus(1).Group("a").OnNode("n").Assigned("0").Obj());
+  cluster.Add(MakePod().Name("b").Gpus(2).Group("b").OnNode("n").Assigned("0,3").Obj());
+  cluster.Add(MakePod().Name("c").Gpus(1).Group("c").OnNode("n").Assigned("5")
+                  .Annotation("gputopo.io/gpu-milli", "700").Obj());
+  cluster.Add(MakePod().Name("d").Gpus(1).Group("d").OnNode("n").Assigned("6")
+                  .Annotation("gputopo.io/exclusive", "true").Obj());
+  const auto workload = Fragmentation::DefaultWorkload();
+  const Fragmentation frag(workload);
+  for (const char* milli : {"250", "500", "1000"}) {
+    for (int gpus : {1, 2, 3}) {
+      const PodRequirements req = *RequirementsOf(
+          MakePod().Name("p").Gpus(gpus).Annotation("gputopo.io/gpu-milli", milli).Obj());
+      const PlacementContext ctx = MakePlacementContext(req, *cluster.Node("n"));
+      const auto prepared = frag.Prepare(ctx);
+      const FreeView before = Fragmentation::Before(ctx);
+      int checked = 0;
+      topology::ForEachCombination(topology::FirstN(8) & ~Bit(6), gpus, [&](GpuMask set) {
+        const double full = ExpectedFragmentMilli(Fragmentation::After(ctx, before, set), workload) -
+                            ExpectedFragmentMilli(before, workload);
+        EXPECT_NEAR(prepared->Score(set), FragmentationScore(full), 1e-9)
+            << "milli " << milli << " set " << set;
+        ++checked;
+        return true;
+      });
+      EXPECT_GT(checked, 0);
+    }
+  }
 }
 
 TEST(ReplicaSpreadComponentTest, PenalisesTheGroupsGpuThenItsIsland) {

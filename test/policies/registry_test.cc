@@ -28,9 +28,10 @@ class FixedComponent final : public ScoreComponent {
  public:
   explicit FixedComponent(double score) : score_(score) {}
   std::string_view Name() const override { return "fixed"; }
-  double Score(const PlacementContext& /*ctx*/, GpuMask /*gpus*/) const override { return score_; }
-  std::string Explain(const PlacementContext& /*ctx*/, GpuMask /*gpus*/) const override {
-    return "fixed";
+  std::unique_ptr<PreparedScore> Prepare(const PlacementContext& ctx) const override {
+    return MakeSimplePreparedScore(
+        ctx, [score = score_](const PlacementContext&, GpuMask) { return score; },
+        [](const PlacementContext&, GpuMask) { return std::string("fixed"); });
   }
 
  private:
@@ -171,8 +172,9 @@ TEST(RegistryTest, ArgumentsReachTheComponent) {
     SCOPED_TRACE(penalty);
     auto made = registry.Create("replica-spread", Numbers({{"islandPenalty", penalty}}));
     ASSERT_TRUE(made.ok());
-    EXPECT_DOUBLE_EQ((*made)->Score(ctx, topology::Bit(1)), 10.0 * (1.0 - penalty));
-    EXPECT_DOUBLE_EQ((*made)->Score(ctx, topology::Bit(0)), 0.0);  // the group's own GPU
+    const auto scorer = (*made)->Prepare(ctx);
+    EXPECT_DOUBLE_EQ(scorer->Score(topology::Bit(1)), 10.0 * (1.0 - penalty));
+    EXPECT_DOUBLE_EQ(scorer->Score(topology::Bit(0)), 0.0);  // the group's own GPU
   }
 }
 
@@ -215,7 +217,7 @@ TEST(RegistryTest, RegisteredFactoryIsCalledWithTheArguments) {
   auto req = RequirementsOf(MakePod().Name("p").Gpus(1).Obj());
   ASSERT_TRUE(req.ok());
   PlacementContext ctx = MakePlacementContext(*req, *cluster.Node("n"));
-  EXPECT_DOUBLE_EQ((*made)->Score(ctx, topology::Bit(0)), 7.0);
+  EXPECT_DOUBLE_EQ((*made)->Prepare(ctx)->Score(topology::Bit(0)), 7.0);
 
   // The factory's error comes back with the component named.
   auto bad = registry.Create("fixed", {});

@@ -9,125 +9,18 @@
 #include <set>
 #include <thread>
 
-#include "src/app/app.h"
-#include "test/support/fake_clock.h"
+#include "test/src/server_fixture.h"
 #include "test/support/fixtures.h"
 
 namespace gputopo {
 namespace {
 
 using nlohmann::json;
+using testing::BaseCluster;
+using testing::Pod;
 using testing::ReadFile;
+using testing::ServerTest;
 using testing::SharedDir;
-
-json Node(const std::string& name, int allocatable, json labels,
-          json annotations = json::object()) {
-  return {{"apiVersion", "v1"},
-          {"kind", "Node"},
-          {"metadata",
-           {{"name", name},
-            {"resourceVersion", "10"},
-            {"labels", labels},
-            {"annotations", annotations}}},
-          {"status", {{"allocatable", {{"nvidia.com/gpu", std::to_string(allocatable)}}}}}};
-}
-
-json Pod(const std::string& ns, const std::string& name, int gpus,
-         json annotations = json::object(), const std::string& node = "") {
-  json pod = {{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata",
-               {{"name", name},
-                {"namespace", ns},
-                {"uid", "uid-" + name},
-                {"resourceVersion", "20"},
-                {"annotations", annotations}}},
-              {"spec",
-               {{"containers",
-                 {{{"name", "main"},
-                   {"resources",
-                    {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}},
-                     {"requests", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}}}}},
-              {"status", {{"phase", node.empty() ? "Pending" : "Running"}}}};
-  if (!node.empty()) pod["spec"]["nodeName"] = node;
-  return pod;
-}
-
-// An 8-GPU NV18 machine as a topology annotation (what a node agent would publish).
-std::string H100Document() {
-  json doc = {{"version", 1}, {"gpus", json::array()}, {"links", json::array()}};
-  for (int i = 0; i < 8; ++i) {
-    doc["gpus"].push_back(
-        {{"index", i}, {"uuid", "GPU-h100-" + std::to_string(i)}, {"numaNode", i / 4}});
-    for (int j = i + 1; j < 8; ++j) doc["links"].push_back({{"gpus", {i, j}}, {"type", "NV18"}});
-  }
-  return doc.dump();
-}
-
-json BaseCluster() {
-  json items = json::array();
-  items.push_back(Node("h100", 32, {{"nvidia.com/gpu.replicas", "4"}},
-                       {{"gputopo.io/topology", H100Document()}}));
-  items.push_back(Node("plain", 4, json::object()));
-  items.push_back(Node("broken", 8, json::object(), {{"gputopo.io/topology", "{not json"}}));
-  items.push_back(Pod("ml", "running", 1, {{"gputopo.io/assigned-gpus", "GPU-h100-0"}}, "h100"));
-  for (int i = 0; i < 4; ++i)
-    items.push_back(Pod("ml", "web-" + std::to_string(i), 1, {{"gputopo.io/group", "web"}}));
-  items.push_back(Pod("ml", "train", 4));
-  items.push_back(Pod("ml", "typo", 1, {{"gputopo.io/gpu-milli", "5000"}}));
-  return {{"apiVersion", "v1"},
-          {"kind", "List"},
-          {"metadata", {{"resourceVersion", ""}}},
-          {"items", items}};
-}
-
-class ServerTest : public ::testing::Test {
- protected:
-  void StartWith(const json& cluster, size_t max_body = 64u << 20) {
-    app::AppOptions options;
-    options.server.port = 0;
-    options.server.threads = 4;
-    options.server.max_body_bytes = max_body;
-    options.snapshot_json = cluster.dump();
-    auto created = app::App::Create(options, clock_);
-    ASSERT_TRUE(created.ok()) << created.status().ToString();
-    app_ = std::move(created).value();
-    ASSERT_TRUE(app_->Start().ok());
-    client_ = std::make_unique<httplib::Client>("127.0.0.1", app_->port());
-    client_->set_read_timeout(30, 0);
-  }
-  void TearDown() override {
-    if (app_) app_->Stop();
-  }
-
-  json Args(const json& pod, const std::vector<std::string>& names) const {
-    return {{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", names}};
-  }
-  json PostJson(const std::string& path, const std::string& body, int want_status = 200) {
-    auto res = client_->Post(path, body, "application/json");
-    EXPECT_TRUE(res) << path;
-    if (!res) return json();
-    EXPECT_EQ(res->status, want_status) << path << ": " << res->body;
-    return json::parse(res->body, nullptr, false);
-  }
-  json Get(const std::string& path, int want_status = 200) {
-    auto res = client_->Get(path);
-    EXPECT_TRUE(res) << path;
-    if (!res) return json();
-    EXPECT_EQ(res->status, want_status) << path << ": " << res->body;
-    return json::parse(res->body, nullptr, false);
-  }
-  json PodObject(const json& cluster, const std::string& name) const {
-    for (const json& item : cluster["items"]) {
-      if (item["kind"] == "Pod" && item["metadata"]["name"] == name) return item;
-    }
-    return json();
-  }
-
-  testing::FakeClock clock_;
-  std::unique_ptr<app::App> app_;
-  std::unique_ptr<httplib::Client> client_;
-};
 
 TEST_F(ServerTest, FilterAnswersEveryCandidateWithAReason) {
   const json cluster = BaseCluster();
@@ -299,47 +192,6 @@ TEST_F(ServerTest, BindFailuresLeaveNoReservationBehind) {
   const json before = json::parse(nodes_before);
   EXPECT_EQ(after["nodes"], before["nodes"]);
   EXPECT_EQ(Get("/debug")["bindsInFlight"], 0);
-}
-
-TEST_F(ServerTest, ConcurrentBindsNeverOversubscribeAGpu) {
-  json cluster = BaseCluster();
-  // 40 single-GPU pods race for the h100 node: 8 GPUs x 4 slots, one already held by
-  // "running", so exactly 31 binds succeed and 9 must fail.
-  for (int i = 0; i < 40; ++i) cluster["items"].push_back(Pod("load", "p" + std::to_string(i), 1));
-  StartWith(cluster);
-  std::atomic<int> ok{0};
-  std::atomic<int> failed{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
-    threads.emplace_back([&, t] {
-      httplib::Client client("127.0.0.1", app_->port());
-      for (int i = t; i < 40; i += 4) {
-        const std::string name = "p" + std::to_string(i);
-        json pod = Pod("load", name, 1);
-        client.Post("/filter", Args(pod, {"h100"}).dump(), "application/json");
-        auto res = client.Post("/bind",
-                               json({{"PodName", name},
-                                     {"PodNamespace", "load"},
-                                     {"PodUID", "uid-" + name},
-                                     {"Node", "h100"}})
-                                   .dump(),
-                               "application/json");
-        if (res && json::parse(res->body)["Error"] == "")
-          ++ok;
-        else
-          ++failed;
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(ok.load(), 31);
-  EXPECT_EQ(failed.load(), 9);
-  const json node = Get("/debug/nodes/h100");
-  for (const json& gpu : node["gpuList"]) {
-    EXPECT_LE(gpu["slotsUsed"].get<int>(), 4);
-    EXPECT_LE(gpu["milliUsed"].get<int>(), 1000);
-  }
-  EXPECT_EQ(node["slotsUsed"], 32);
 }
 
 // The bodies a real kube-scheduler sent, replayed byte for byte against a cluster holding the

@@ -1,0 +1,308 @@
+// Placement quality on Alibaba's GPU-sharing trace, with the FGD paper's methodology: pods arrive
+// in a random order (one order per seed) until their GPU requests reach 130% of the cluster's
+// GPU capacity; nothing is deleted. Reported: the GPU allocation ratio when arrived requests
+// reach 100% and 130% of capacity, and the fragmentation rate (share of GPU capacity that the
+// trace's own GPU pod classes could not use) at 100%, next to the published FGD results.
+//
+//   placement_alibaba --data ../shared/data/alibaba-gpu-v2023 --workloads default,multigpu50
+//       --seeds 10 --policies random,bestfit,stock,gputopo:default --out results/
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "bench/sim/placers.h"
+#include "bench/sim/trace.h"
+#include "gputopo/well_known.h"
+#include "topology/shape_interner.h"
+
+namespace gputopo::bench {
+namespace {
+
+struct RunResult {
+  std::string workload;
+  std::string policy;
+  uint64_t seed = 0;
+  double alloc100 = 0;   // % of GPU capacity allocated when arrivals reach 100%
+  double alloc130 = 0;   // ... at 130%
+  double frag100 = 0;    // % of GPU capacity fragmented at 100%
+  int pending = 0;       // GPU pods that found no node
+  int overcommitted = 0; // stock only: pods handed a GPU that could not hold them
+  double seconds = 0;
+  std::vector<double> curve;  // allocation % at each arrived % (0..130)
+};
+
+std::vector<SimNode> BuildNodes(const std::vector<TraceNode>& trace, int replicas,
+                                topology::ShapeInterner& interner) {
+  std::vector<SimNode> nodes;
+  for (const TraceNode& t : trace) {
+    if (t.gpus <= 0) continue;
+    SimNode node;
+    node.name = t.name;
+    node.model = t.model;
+    node.cpu_milli = t.cpu_milli;
+    node.memory_mib = t.memory_mib;
+    node.replicas = replicas;
+    node.shape = *interner.Intern(MachineTopology(t.gpus));  // the trace has no topology
+    node.info.name = t.name;
+    node.info.allocatable_gpus = static_cast<int64_t>(t.gpus) * replicas;
+    node.info.label_gpu_count = std::to_string(t.gpus);
+    node.info.label_gpu_replicas = std::to_string(replicas);
+    node.info.label_gpu_product = t.model;
+    nodes.push_back(std::move(node));
+  }
+  return nodes;
+}
+
+std::vector<std::pair<std::pair<int, int>, double>> GpuClasses(const std::vector<TracePod>& pods) {
+  std::map<std::pair<int, int>, double> counts;
+  for (const TracePod& p : pods) {
+    if (p.gpus > 0) counts[{p.gpus, p.gpu_milli}] += 1.0;
+  }
+  return {counts.begin(), counts.end()};
+}
+
+RunResult Run(const std::string& workload, const std::vector<TraceNode>& trace_nodes,
+              const std::vector<TracePod>& trace_pods, const std::string& policy, uint64_t seed,
+              int replicas, const policies::PresetCatalog& presets) {
+  topology::ShapeInterner interner;
+  SimCluster cluster(BuildNodes(trace_nodes, replicas, interner));
+  std::unique_ptr<Placer> placer;
+  if (policy == "random") placer = MakeRandomPlacer(seed);
+  else if (policy == "bestfit") placer = MakeBestFitPlacer(seed);
+  else if (policy == "stock") placer = MakeStockKubernetesPlacer(seed);
+  else {
+    const std::string preset = policy.substr(policy.find(':') + 1);
+    placer = MakeGputopoPlacer(cluster, preset, presets.Find(preset), seed);
+  }
+  std::vector<size_t> order(trace_pods.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::mt19937_64 rng(seed);
+  std::shuffle(order.begin(), order.end(), rng);
+  const auto classes = GpuClasses(trace_pods);
+
+  RunResult r;
+  r.workload = workload;
+  r.policy = placer->Name();
+  r.seed = seed;
+  const auto start = std::chrono::steady_clock::now();
+  const double capacity = static_cast<double>(cluster.capacity_milli());
+  double arrived = 0;
+  int next_percent = 0;
+  bool recorded100 = false;
+  for (size_t i = 0; i < order.size() && arrived <= 1.3 * capacity; ++i) {
+    const TracePod& t = trace_pods[order[i]];
+    SimPod pod;
+    pod.id = static_cast<int>(i);
+    pod.name = t.name;
+    pod.cpu_milli = t.cpu_milli;
+    pod.memory_mib = t.memory_mib;
+    pod.gpus = t.gpus;
+    pod.milli = t.gpus > 0 ? t.gpu_milli : 0;
+    pod.gpu_spec = t.gpu_spec;
+    arrived += static_cast<double>(pod.gpus) * pod.milli;
+    const Placement p = placer->Choose(cluster, pod);
+    if (p.node >= 0 && (pod.gpus == 0 || cluster.GpusFit(p.node, pod, p.gpus))) {
+      cluster.Apply(pod, p);
+      placer->OnPlaced(cluster, pod, p);
+    } else if (pod.gpus > 0) {
+      ++r.pending;
+    }
+    while (next_percent <= 130 && arrived >= capacity * next_percent / 100.0) {
+      r.curve.push_back(100.0 * static_cast<double>(cluster.allocated_milli()) / capacity);
+      ++next_percent;
+    }
+    if (!recorded100 && arrived >= capacity) {
+      recorded100 = true;
+      r.alloc100 = 100.0 * static_cast<double>(cluster.allocated_milli()) / capacity;
+      r.frag100 = 100.0 * cluster.FragmentedMilli(classes) / capacity;
+    }
+  }
+  r.alloc130 = 100.0 * static_cast<double>(cluster.allocated_milli()) / capacity;
+  r.overcommitted = OvercommittedPlacements(*placer);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+// Mean of the published results (fgd_expected_results/*.csv) for one workload and policy.
+struct Published {
+  double alloc100 = NAN, alloc130 = NAN, frag100 = NAN;
+};
+std::map<std::pair<std::string, std::string>, Published> LoadPublished(const std::string& dir) {
+  std::map<std::pair<std::string, std::string>, Published> out;
+  auto read = [&](const std::string& file, int first_value_column, auto assign) {
+    std::ifstream in(dir + "/fgd_expected_results/" + file);
+    std::string line;
+    std::getline(in, line);
+    std::map<std::pair<std::string, std::string>, std::pair<double, double>> sums;  // (100, 130)
+    std::map<std::pair<std::string, std::string>, int> counts;
+    while (std::getline(in, line)) {
+      std::vector<std::string> f;
+      std::stringstream ss(line);
+      std::string cell;
+      while (std::getline(ss, cell, ',')) f.push_back(cell);
+      if (f.size() < static_cast<size_t>(first_value_column + 131)) continue;
+      const std::string workload = f[0].substr(f[0].find("list_") + 5);
+      const std::string policy = f[1].substr(f[1].find('-') + 1);
+      sums[{workload, policy}].first += std::stod(f[static_cast<size_t>(first_value_column + 100)]);
+      sums[{workload, policy}].second += std::stod(f[static_cast<size_t>(first_value_column + 130)]);
+      counts[{workload, policy}] += 1;
+    }
+    for (const auto& [key, sum] : sums) assign(out[key], sum.first / counts[key], sum.second / counts[key]);
+  };
+  read("analysis_allo_discrete.csv", 5, [](Published& p, double a, double b) {
+    p.alloc100 = a;
+    p.alloc130 = b;
+  });
+  read("analysis_frag_discrete.csv", 4, [](Published& p, double a, double) { p.frag100 = a; });
+  return out;
+}
+
+std::string Fixed(double v, int digits = 2) {
+  if (std::isnan(v)) return "-";
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.*f", digits, v);
+  return text;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App cli{"gputopo placement quality on the Alibaba GPU-sharing trace (FGD methodology)"};
+  std::string data = "../shared/data/alibaba-gpu-v2023";
+  std::string workloads = "default,multigpu50,gpushare100";
+  std::string policy_list = "random,bestfit,stock,gputopo:default,gputopo:binpack,gputopo:spread,gputopo:topology";
+  int seeds = 10;
+  int replicas = 20;
+  int threads = 2;
+  std::string out = "bench/results";
+  cli.add_option("--data", data, "folder of the trace")->capture_default_str();
+  cli.add_option("--workloads", workloads, "pod lists (openb_pod_list_<name>.csv)")->capture_default_str();
+  cli.add_option("--policies", policy_list, "random, bestfit, stock, gputopo:<preset>")->capture_default_str();
+  cli.add_option("--seeds", seeds, "arrival orders per workload (seeds 42..)")->capture_default_str();
+  cli.add_option("--replicas", replicas, "time-slice slots per GPU (high: shares bind, not slots)")
+      ->capture_default_str();
+  cli.add_option("--threads", threads, "runs in parallel")->capture_default_str();
+  cli.add_option("--out", out, "folder for alibaba.csv, alibaba_curves.csv, alibaba.md")->capture_default_str();
+  CLI11_PARSE(cli, argc, argv);
+
+  Result<policies::PresetCatalog> presets = LoadShippedPresets();
+  if (!presets.ok()) {
+    std::cerr << presets.status().ToString() << "\n";
+    return 2;
+  }
+  Result<std::vector<TraceNode>> nodes = LoadAlibabaNodes(data + "/openb_node_list_gpu_node.csv");
+  if (!nodes.ok()) {
+    std::cerr << nodes.status().ToString() << "\n";
+    return 2;
+  }
+  std::vector<std::string> policy_names;
+  for (std::stringstream ss(policy_list); ss.good();) {
+    std::string p;
+    std::getline(ss, p, ',');
+    if (p.rfind("gputopo:", 0) == 0 && presets->Find(p.substr(8)) == nullptr) {
+      std::cerr << "unknown preset in " << p << "\n";
+      return 2;
+    }
+    policy_names.push_back(p);
+  }
+  std::filesystem::create_directories(out);
+  std::ofstream csv(out + "/alibaba.csv");
+  csv << "workload,policy,seed,alloc100,alloc130,frag100,pending,overcommitted,seconds\n";
+  std::ofstream curves(out + "/alibaba_curves.csv");
+  curves << "workload,policy,seed,arrived_percent,allocated_percent\n";
+  std::map<std::pair<std::string, std::string>, std::vector<RunResult>> results;
+  std::vector<std::string> workload_names;
+  std::mutex mutex;
+
+  for (std::stringstream ws(workloads); ws.good();) {
+    std::string workload;
+    std::getline(ws, workload, ',');
+    workload_names.push_back(workload);
+    Result<std::vector<TracePod>> pods =
+        LoadAlibabaPods(data + "/openb_pod_list_" + workload + ".csv");
+    if (!pods.ok()) {
+      std::cerr << pods.status().ToString() << "\n";
+      return 2;
+    }
+    std::vector<std::pair<std::string, uint64_t>> jobs;
+    for (const std::string& policy : policy_names) {
+      for (int s = 0; s < seeds; ++s) jobs.emplace_back(policy, 42 + s);
+    }
+    size_t next = 0;
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([&] {
+        while (true) {
+          std::pair<std::string, uint64_t> job;
+          {
+            std::lock_guard<std::mutex> lock(mutex);
+            if (next >= jobs.size()) return;
+            job = jobs[next++];
+          }
+          RunResult r = Run(workload, *nodes, *pods, job.first, job.second, replicas, *presets);
+          std::lock_guard<std::mutex> lock(mutex);
+          std::fprintf(stderr, "%-12s %-22s seed %llu: alloc %.2f%% / %.2f%%, frag %.2f%%, %.1fs\n",
+                       workload.c_str(), r.policy.c_str(), static_cast<unsigned long long>(r.seed),
+                       r.alloc100, r.alloc130, r.frag100, r.seconds);
+          csv << workload << "," << r.policy << "," << r.seed << "," << r.alloc100 << ","
+              << r.alloc130 << "," << r.frag100 << "," << r.pending << "," << r.overcommitted
+              << "," << r.seconds << "\n";
+          for (size_t i = 0; i < r.curve.size(); ++i) {
+            curves << workload << "," << r.policy << "," << r.seed << "," << i << "," << r.curve[i] << "\n";
+          }
+          results[{workload, job.first}].push_back(std::move(r));
+        }
+      });
+    }
+    for (auto& w : workers) w.join();
+  }
+
+  const auto published = LoadPublished(data);
+  std::ostringstream md;
+  md << "| workload | policy | alloc @100% | alloc @130% | frag @100% | pending GPU pods | runs | s/run |\n"
+     << "|---|---|---|---|---|---|---|---|\n";
+  for (const std::string& workload : workload_names) {
+    for (const char* pub : {"Random", "BestFit", "FGD"}) {
+      auto it = published.find({workload, pub});
+      if (it == published.end()) continue;
+      md << "| " << workload << " | *published " << pub << "* | " << Fixed(it->second.alloc100)
+         << "% | " << Fixed(it->second.alloc130) << "% | " << Fixed(it->second.frag100)
+         << "% | | 10 | |\n";
+    }
+    for (const std::string& policy : policy_names) {
+      const auto& runs = results[{workload, policy}];
+      if (runs.empty()) continue;
+      double a100 = 0, a130 = 0, f100 = 0, pending = 0, secs = 0, over = 0;
+      for (const RunResult& r : runs) {
+        a100 += r.alloc100;
+        a130 += r.alloc130;
+        f100 += r.frag100;
+        pending += r.pending;
+        secs += r.seconds;
+        over += r.overcommitted;
+      }
+      const double n = static_cast<double>(runs.size());
+      md << "| " << workload << " | " << runs.front().policy << " | " << Fixed(a100 / n) << "% | "
+         << Fixed(a130 / n) << "% | " << Fixed(f100 / n) << "% | " << Fixed(pending / n, 0)
+         << (over > 0 ? " (" + Fixed(over / n, 0) + " overcommitted)" : "") << " | "
+         << runs.size() << " | " << Fixed(secs / n, 1) << " |\n";
+    }
+  }
+  std::ofstream(out + "/alibaba.md") << md.str();
+  std::cout << md.str();
+  return 0;
+}
+
+}  // namespace
+}  // namespace gputopo::bench
+
+int main(int argc, char** argv) { return gputopo::bench::Main(argc, argv); }

@@ -1,0 +1,268 @@
+#include "bench/sim/placers.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "gputopo/well_known.h"
+#include "policies/engine/evaluation.h"
+#include "src/app/app.h"
+#include "topology/best_set.h"
+
+namespace gputopo::bench {
+namespace {
+
+// Picks uniformly among the candidates with the best score (kube-scheduler's selectHost).
+class BestOf {
+ public:
+  explicit BestOf(std::mt19937_64& rng) : rng_(rng) {}
+  void Offer(int node, double score) {
+    if (best_ < 0 || score > score_) {
+      best_ = node;
+      score_ = score;
+      ties_ = 1;
+    } else if (score == score_) {
+      ++ties_;
+      if (std::uniform_int_distribution<int>(1, ties_)(rng_) == 1) best_ = node;
+    }
+  }
+  int best() const { return best_; }
+
+ private:
+  std::mt19937_64& rng_;
+  int best_ = -1;
+  double score_ = 0.0;
+  int ties_ = 0;
+};
+
+bool HasGpuRoom(const SimCluster& cluster, int n, const SimPod& pod) {
+  if (pod.gpus == 0) return true;
+  return static_cast<int>(cluster.GpusWithRoom(n, pod.milli).size()) >= pod.gpus;
+}
+
+class RandomPlacer final : public Placer {
+ public:
+  explicit RandomPlacer(uint64_t seed) : rng_(seed) {}
+  std::string Name() const override { return "Random"; }
+  Placement Choose(const SimCluster& cluster, const SimPod& pod) override {
+    std::vector<int> feasible;
+    for (int n = 0; n < cluster.node_count(); ++n) {
+      if (cluster.HostFits(n, pod) && HasGpuRoom(cluster, n, pod)) feasible.push_back(n);
+    }
+    if (feasible.empty()) return {};
+    Placement p;
+    p.node = feasible[std::uniform_int_distribution<size_t>(0, feasible.size() - 1)(rng_)];
+    std::vector<int> room = cluster.GpusWithRoom(p.node, pod.milli);
+    std::shuffle(room.begin(), room.end(), rng_);
+    p.gpus.assign(room.begin(), room.begin() + pod.gpus);
+    return p;
+  }
+
+ private:
+  std::mt19937_64 rng_;
+};
+
+class BestFitPlacer final : public Placer {
+ public:
+  explicit BestFitPlacer(uint64_t seed) : rng_(seed) {}
+  std::string Name() const override { return "BestFit"; }
+  Placement Choose(const SimCluster& cluster, const SimPod& pod) override {
+    BestOf best(rng_);
+    for (int n = 0; n < cluster.node_count(); ++n) {
+      if (!cluster.HostFits(n, pod) || !HasGpuRoom(cluster, n, pod)) continue;
+      const SimNode& node = cluster.node(n);
+      double gpu_free = 0.0;
+      for (int g = 0; g < cluster.gpu_count(n); ++g) gpu_free += 1000 - cluster.gpu_milli_used(n, g);
+      gpu_free -= static_cast<double>(pod.gpus) * pod.milli;
+      const double gpu_cap = 1000.0 * std::max(1, cluster.gpu_count(n));
+      const double left =
+          static_cast<double>(node.cpu_milli - cluster.cpu_used(n) - pod.cpu_milli) / node.cpu_milli +
+          static_cast<double>(node.memory_mib - cluster.memory_used(n) - pod.memory_mib) /
+              node.memory_mib +
+          gpu_free / gpu_cap;
+      best.Offer(n, -left);
+    }
+    if (best.best() < 0) return {};
+    Placement p;
+    p.node = best.best();
+    std::vector<int> room = cluster.GpusWithRoom(p.node, pod.milli);
+    // Tightest GPUs first: the most milli already used.
+    std::stable_sort(room.begin(), room.end(), [&](int a, int b) {
+      return cluster.gpu_milli_used(p.node, a) > cluster.gpu_milli_used(p.node, b);
+    });
+    p.gpus.assign(room.begin(), room.begin() + pod.gpus);
+    return p;
+  }
+
+ private:
+  std::mt19937_64 rng_;
+};
+
+}  // namespace
+
+class StockKubernetesPlacer final : public Placer {
+ public:
+  explicit StockKubernetesPlacer(uint64_t seed) : rng_(seed) {}
+  std::string Name() const override { return "Stock Kubernetes"; }
+  Placement Choose(const SimCluster& cluster, const SimPod& pod) override {
+    BestOf best(rng_);
+    for (int n = 0; n < cluster.node_count(); ++n) {
+      if (!cluster.HostFits(n, pod)) continue;
+      // NodeResourcesFit on nvidia.com/gpu: replicas only.
+      const int replicas = cluster.gpu_count(n) * cluster.node(n).replicas;
+      if (cluster.slots_used(n) + pod.gpus > replicas) continue;
+      best.Offer(n, KubeDefaultScore(cluster, n, pod));
+    }
+    if (best.best() < 0) return {};
+    Placement p;
+    p.node = best.best();
+    if (pod.gpus == 0) return p;
+    const int n = p.node;
+    std::vector<int> available;
+    for (int g = 0; g < cluster.gpu_count(n); ++g) {
+      if (cluster.gpu_pods(n, g) < cluster.node(n).replicas) available.push_back(g);
+    }
+    if (cluster.node(n).replicas == 1 && pod.gpus > 1) {
+      // Best-effort policy: the available set with the best links.
+      const topology::BestSet set = topology::FindBestSetByBandwidth(
+          *cluster.node(n).shape, topology::FromIndices(available), pod.gpus);
+      p.gpus = topology::ToIndices(set.gpus);
+    } else {
+      // Distributed policy: the GPUs with the fewest allocated replicas.
+      std::stable_sort(available.begin(), available.end(), [&](int a, int b) {
+        return cluster.gpu_pods(n, a) < cluster.gpu_pods(n, b);
+      });
+      p.gpus.assign(available.begin(), available.begin() + std::min<size_t>(available.size(), pod.gpus));
+    }
+    if (!cluster.GpusFit(n, pod, p.gpus)) {
+      ++overcommitted_;  // the plugin handed out a GPU that cannot hold the pod's share
+      return {};
+    }
+    return p;
+  }
+  int overcommitted() const { return overcommitted_; }
+
+ private:
+  std::mt19937_64 rng_;
+  int overcommitted_ = 0;
+};
+
+namespace {
+
+PodInfo ToPodInfo(const SimPod& pod) {
+  PodInfo info;
+  info.namespace_name = pod.ns;
+  info.name = pod.name;
+  info.uid = "uid-" + std::to_string(pod.id);
+  info.gpu_request = pod.gpus;
+  if (pod.gpus > 0) {
+    info.annotations.emplace_back(std::string(kAnnotationGpuMilli), std::to_string(pod.milli));
+  }
+  if (!pod.group.empty()) info.annotations.emplace_back(std::string(kAnnotationGroup), pod.group);
+  for (const auto& a : pod.annotations) info.annotations.push_back(a);
+  return info;
+}
+
+class GputopoPlacer final : public Placer {
+ public:
+  GputopoPlacer(const SimCluster& cluster, std::string name,
+                std::shared_ptr<const policies::Preset> preset, uint64_t seed)
+      : name_(std::move(name)), preset_(std::move(preset)), rng_(seed) {
+    std::vector<NodeInfo> nodes;
+    for (int n = 0; n < cluster.node_count(); ++n) nodes.push_back(cluster.node(n).info);
+    state_.Reset(nodes, {});
+    auto snapshot = state_.Snapshot();
+    for (int n = 0; n < cluster.node_count(); ++n) {
+      index_.push_back(snapshot->FindIndex(cluster.node(n).name));
+    }
+  }
+  std::string Name() const override { return "gputopo " + name_; }
+
+  Placement Choose(const SimCluster& cluster, const SimPod& pod) override {
+    BestOf best(rng_);
+    if (pod.gpus == 0) {  // the extender is not called for pods without nvidia.com/gpu
+      for (int n = 0; n < cluster.node_count(); ++n) {
+        if (cluster.HostFits(n, pod)) best.Offer(n, KubeDefaultScore(cluster, n, pod));
+      }
+      Placement p;
+      p.node = best.best();
+      return p;
+    }
+    const PodInfo info = ToPodInfo(pod);
+    Result<policies::PodRequirements> req = policies::RequirementsOf(info);
+    if (!req.ok()) return {};
+    auto snapshot = state_.Snapshot();
+    policies::PodEvaluator evaluator(*req, *preset_);
+    std::vector<uint32_t> evaluation(static_cast<size_t>(cluster.node_count()), UINT32_MAX);
+    for (int n = 0; n < cluster.node_count(); ++n) {
+      if (!cluster.HostFits(n, pod)) continue;
+      const uint32_t e = evaluator.Evaluate(*snapshot->nodes()[index_[static_cast<size_t>(n)]]);
+      if (!evaluator.evaluation(e).fits()) continue;
+      evaluation[static_cast<size_t>(n)] = e;
+      best.Offer(n, KubeDefaultScore(cluster, n, pod) + 50.0 * evaluator.evaluation(e).score);
+    }
+    if (best.best() < 0) return {};
+    Placement p;
+    p.node = best.best();
+    p.gpus = topology::ToIndices(evaluator.evaluation(evaluation[static_cast<size_t>(p.node)]).gpus);
+    return p;
+  }
+
+  void OnPlaced(const SimCluster& cluster, const SimPod& pod, const Placement& p) override {
+    if (pod.gpus == 0) return;
+    PodInfo info = ToPodInfo(pod);
+    info.node_name = cluster.node(p.node).name;
+    info.phase = PodPhase::kRunning;
+    std::string assigned;
+    for (int g : p.gpus) assigned += (assigned.empty() ? "" : ",") + std::to_string(g);
+    info.annotations.emplace_back(std::string(kAnnotationAssignedGpus), assigned);
+    state_.UpsertPod(info);
+  }
+  void OnRemoved(const SimCluster&, const SimPod& pod, const Placement&) override {
+    state_.RemovePod("uid-" + std::to_string(pod.id));
+  }
+
+ private:
+  std::string name_;
+  std::shared_ptr<const policies::Preset> preset_;
+  std::mt19937_64 rng_;
+  topology::ShapeInterner interner_;
+  topology::ProfileCatalog profiles_{interner_};
+  topology::TopologyResolver resolver_{profiles_, interner_};
+  policies::ClusterState state_{resolver_};
+  std::vector<size_t> index_;  // cluster node -> snapshot position
+};
+
+}  // namespace
+
+double KubeDefaultScore(const SimCluster& cluster, int n, const SimPod& pod) {
+  const SimNode& node = cluster.node(n);
+  const double cpu = static_cast<double>(cluster.cpu_used(n) + pod.cpu_milli) / node.cpu_milli;
+  const double memory =
+      static_cast<double>(cluster.memory_used(n) + pod.memory_mib) / node.memory_mib;
+  const double least_allocated = ((1.0 - cpu) * 100.0 + (1.0 - memory) * 100.0) / 2.0;
+  const double balanced = (1.0 - std::abs(cpu - memory) / 2.0) * 100.0;
+  return least_allocated + balanced;
+}
+
+std::unique_ptr<Placer> MakeRandomPlacer(uint64_t seed) { return std::make_unique<RandomPlacer>(seed); }
+std::unique_ptr<Placer> MakeBestFitPlacer(uint64_t seed) {
+  return std::make_unique<BestFitPlacer>(seed);
+}
+std::unique_ptr<Placer> MakeStockKubernetesPlacer(uint64_t seed) {
+  return std::make_unique<StockKubernetesPlacer>(seed);
+}
+std::unique_ptr<Placer> MakeGputopoPlacer(const SimCluster& cluster, const std::string& preset,
+                                          std::shared_ptr<const policies::Preset> weights,
+                                          uint64_t seed) {
+  return std::make_unique<GputopoPlacer>(cluster, preset, std::move(weights), seed);
+}
+
+int OvercommittedPlacements(const Placer& placer) {
+  const auto* stock = dynamic_cast<const StockKubernetesPlacer*>(&placer);
+  return stock == nullptr ? 0 : stock->overcommitted();
+}
+
+Result<policies::PresetCatalog> LoadShippedPresets() { return app::LoadPresets(""); }
+
+}  // namespace gputopo::bench

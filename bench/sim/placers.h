@@ -1,0 +1,68 @@
+// Placement policies compared in bench/: the baselines, implemented here, and gputopo's own
+// filter/prioritize/bind code driven as kube-scheduler would drive it.
+//
+// Node choice follows kube-scheduler where a policy sits behind it: its filters (CPU, memory,
+// GPU model, nvidia.com/gpu replicas) first, then the highest total score, ties broken at random
+// (seeded). The total of stock Kubernetes is NodeResourcesFit (LeastAllocated, CPU and memory)
+// plus NodeResourcesBalancedAllocation, each 0..100; with gputopo the extender's 0..10 score is
+// added with weight 5 (x10 to the 0..100 scale), as in manifests/kube-scheduler-config.yaml.
+//
+// Thread safety: not thread-safe.
+#ifndef GPUTOPO_BENCH_SIM_PLACERS_H_
+#define GPUTOPO_BENCH_SIM_PLACERS_H_
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench/sim/sim_cluster.h"
+#include "policies/registry/component_registry.h"
+#include "policies/state/cluster_state.h"
+#include "topology/profile_catalog.h"
+#include "topology/shape_interner.h"
+#include "topology/topology_resolver.h"
+
+namespace gputopo::bench {
+
+class Placer {
+ public:
+  virtual ~Placer() = default;
+  virtual std::string Name() const = 0;
+  // Where `pod` goes; node -1 leaves it pending. The GPUs must pass cluster.GpusFit.
+  virtual Placement Choose(const SimCluster& cluster, const SimPod& pod) = 0;
+  // Told after the cluster applied or removed a placement.
+  virtual void OnPlaced(const SimCluster&, const SimPod&, const Placement&) {}
+  virtual void OnRemoved(const SimCluster&, const SimPod&, const Placement&) {}
+};
+
+// kube-scheduler's default node scores for CPU and memory (0..200 in total).
+double KubeDefaultScore(const SimCluster& cluster, int node, const SimPod& pod);
+
+// A feasible node at random, GPUs at random among those with room.
+std::unique_ptr<Placer> MakeRandomPlacer(uint64_t seed);
+// The node left with the least free CPU, memory and GPU (normalised, summed), GPUs with the
+// least room that fits.
+std::unique_ptr<Placer> MakeBestFitPlacer(uint64_t seed);
+// Stock Kubernetes: kube-scheduler's default scores; NVIDIA's device plugin picks replicas by
+// its "distributed" policy (the GPUs with the fewest allocated replicas, blind to shares and
+// workloads), or, without time-slicing, by its best-effort policy (the set with the best links).
+// A pod whose share does not fit on the GPU the plugin handed out counts as failed
+// (overcommitted()).
+class StockKubernetesPlacer;
+std::unique_ptr<Placer> MakeStockKubernetesPlacer(uint64_t seed);
+// gputopo: kube-scheduler's filters and scores plus gputopo's filter and prioritize (preset
+// `preset`); GPUs as gputopo's bind chooses them.
+std::unique_ptr<Placer> MakeGputopoPlacer(const SimCluster& cluster, const std::string& preset,
+                                          std::shared_ptr<const policies::Preset> weights,
+                                          uint64_t seed);
+
+// The presets shipped in policies/presets/, parsed (bench links the adapters for this).
+Result<policies::PresetCatalog> LoadShippedPresets();
+
+// Count of placements a placer handed out that the GPU could not actually hold (stock only).
+int OvercommittedPlacements(const Placer& placer);
+
+}  // namespace gputopo::bench
+
+#endif  // GPUTOPO_BENCH_SIM_PLACERS_H_

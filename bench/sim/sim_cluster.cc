@@ -1,0 +1,139 @@
+#include "bench/sim/sim_cluster.h"
+
+#include <algorithm>
+#include <set>
+
+namespace gputopo::bench {
+
+SimCluster::SimCluster(std::vector<SimNode> nodes) : nodes_(std::move(nodes)) {
+  for (const SimNode& node : nodes_) {
+    const auto gpus = static_cast<size_t>(node.shape->gpu_count());
+    NodeState state;
+    state.milli.assign(gpus, 0);
+    state.pods.assign(gpus, 0);
+    state.pod_ids.assign(gpus, {});
+    states_.push_back(std::move(state));
+    capacity_milli_ += static_cast<int64_t>(gpus) * 1000;
+  }
+}
+
+const std::vector<int>& SimCluster::gpu_groups(int n, int g) const {
+  return state(n).pod_ids[static_cast<size_t>(g)];
+}
+
+int SimCluster::slots_used(int n) const {
+  int used = 0;
+  for (int pods : state(n).pods) used += pods;
+  return used;
+}
+
+bool SimCluster::HostFits(int n, const SimPod& pod) const {
+  const SimNode& node = nodes_[static_cast<size_t>(n)];
+  const NodeState& s = state(n);
+  if (s.cpu + pod.cpu_milli > node.cpu_milli || s.memory + pod.memory_mib > node.memory_mib) {
+    return false;
+  }
+  if (pod.gpus > node.shape->gpu_count()) return false;
+  if (!pod.gpu_spec.empty() &&
+      std::find(pod.gpu_spec.begin(), pod.gpu_spec.end(), node.model) == pod.gpu_spec.end()) {
+    return false;
+  }
+  return true;
+}
+
+std::vector<int> SimCluster::GpusWithRoom(int n, int milli) const {
+  std::vector<int> out;
+  const NodeState& s = state(n);
+  for (int g = 0; g < gpu_count(n); ++g) {
+    const auto i = static_cast<size_t>(g);
+    if (s.pods[i] < node(n).replicas && s.milli[i] + milli <= 1000) out.push_back(g);
+  }
+  return out;
+}
+
+bool SimCluster::GpusFit(int n, const SimPod& pod, const std::vector<int>& gpus) const {
+  if (static_cast<int>(gpus.size()) != pod.gpus) return false;
+  std::set<int> distinct(gpus.begin(), gpus.end());
+  if (static_cast<int>(distinct.size()) != pod.gpus) return false;
+  const NodeState& s = state(n);
+  for (int g : gpus) {
+    if (g < 0 || g >= gpu_count(n)) return false;
+    const auto i = static_cast<size_t>(g);
+    if (s.pods[i] >= node(n).replicas || s.milli[i] + pod.milli > 1000) return false;
+  }
+  return true;
+}
+
+void SimCluster::Apply(const SimPod& pod, const Placement& placement) {
+  NodeState& s = states_[static_cast<size_t>(placement.node)];
+  s.cpu += pod.cpu_milli;
+  s.memory += pod.memory_mib;
+  for (int g : placement.gpus) {
+    const auto i = static_cast<size_t>(g);
+    s.milli[i] += pod.milli;
+    s.pods[i] += 1;
+    s.pod_ids[i].push_back(pod.id);
+    allocated_milli_ += pod.milli;
+  }
+  placed_[pod.id] = {pod, placement};
+}
+
+Placement SimCluster::Remove(int pod_id) {
+  auto it = placed_.find(pod_id);
+  if (it == placed_.end()) return {};
+  const auto [pod, placement] = it->second;
+  placed_.erase(it);
+  NodeState& s = states_[static_cast<size_t>(placement.node)];
+  s.cpu -= pod.cpu_milli;
+  s.memory -= pod.memory_mib;
+  for (int g : placement.gpus) {
+    const auto i = static_cast<size_t>(g);
+    s.milli[i] -= pod.milli;
+    s.pods[i] -= 1;
+    std::erase(s.pod_ids[i], pod.id);
+    allocated_milli_ -= pod.milli;
+  }
+  return placement;
+}
+
+std::optional<Placement> SimCluster::PlacementOf(int pod_id) const {
+  auto it = placed_.find(pod_id);
+  if (it == placed_.end()) return std::nullopt;
+  return it->second.second;
+}
+
+const SimPod* SimCluster::PodOf(int pod_id) const {
+  auto it = placed_.find(pod_id);
+  return it == placed_.end() ? nullptr : &it->second.first;
+}
+
+double SimCluster::FragmentedMilli(
+    const std::vector<std::pair<std::pair<int, int>, double>>& classes) const {
+  double total = 0.0;
+  double weights = 0.0;
+  for (const auto& [cls, weight] : classes) weights += weight;
+  if (weights <= 0.0) return 0.0;
+  for (int n = 0; n < node_count(); ++n) {
+    const NodeState& s = state(n);
+    for (const auto& [cls, weight] : classes) {
+      const auto [gpus, milli] = cls;
+      double free_total = 0.0;
+      double unusable = 0.0;
+      int usable = 0;
+      for (int g = 0; g < gpu_count(n); ++g) {
+        const auto i = static_cast<size_t>(g);
+        const int free = 1000 - s.milli[i];
+        free_total += free;
+        if (s.pods[i] < node(n).replicas && free >= milli) {
+          ++usable;
+        } else {
+          unusable += free;
+        }
+      }
+      total += weight * (usable >= std::max(gpus, 1) ? unusable : free_total);
+    }
+  }
+  return total / weights;
+}
+
+}  // namespace gputopo::bench
