@@ -1,13 +1,13 @@
 // Placement quality on Alibaba's GPU-sharing trace, with the FGD paper's methodology: pods arrive
-// in a random order (one order per seed) until their GPU requests reach 130% of the cluster's
-// GPU capacity; nothing is deleted. Reported: the GPU allocation ratio when arrived requests
-// reach 100% and 130% of capacity, and the fragmentation rate (share of GPU capacity that the
-// trace's own GPU pod classes could not use) at 100%, next to the published FGD results.
+// in a random order (one order per seed), the trace inflated by resampling its pods, until their
+// GPU requests reach 130% of the cluster's GPU capacity; nothing is deleted. Reported: the GPU
+// allocation ratio when arrived requests reach 100% and 130% of capacity, and the fragmentation
+// rate (share of GPU capacity that the trace's own GPU pod classes could not use) at 100%, next to
+// the published FGD results.
 //
 //   placement_alibaba --data ../shared/data/alibaba-gpu-v2023 --workloads default,multigpu50
 //       --seeds 10 --policies random,bestfit,stock,gputopo:default --out results/
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -33,11 +33,11 @@ struct RunResult {
   std::string workload;
   std::string policy;
   uint64_t seed = 0;
-  double alloc100 = 0;   // % of GPU capacity allocated when arrivals reach 100%
-  double alloc130 = 0;   // ... at 130%
-  double frag100 = 0;    // % of GPU capacity fragmented at 100%
-  int pending = 0;       // GPU pods that found no node
-  int overcommitted = 0; // stock only: pods handed a GPU that could not hold them
+  double alloc100 = 0;    // % of GPU capacity allocated when arrivals reach 100%
+  double alloc130 = 0;    // ... at 130%
+  double frag100 = 0;     // % of GPU capacity fragmented at 100%
+  int pending = 0;        // GPU pods that found no node
+  int overcommitted = 0;  // stock only: pods handed a GPU that could not hold them
   double seconds = 0;
   std::vector<double> curve;  // allocation % at each arrived % (0..130)
 };
@@ -72,18 +72,80 @@ std::vector<std::pair<std::pair<int, int>, double>> GpuClasses(const std::vector
   return {counts.begin(), counts.end()};
 }
 
+// The trace's GPU pod classes with their frequency and mean CPU and memory.
+WorkloadMix TraceMix(const std::vector<TracePod>& pods) {
+  std::map<std::pair<int, int>, WorkloadMix::Class> classes;
+  for (const TracePod& p : pods) {
+    if (p.gpus == 0) continue;
+    WorkloadMix::Class& c = classes[{p.gpus, p.gpu_milli}];
+    c.gpus = p.gpus;
+    c.milli = p.gpu_milli;
+    c.weight += 1;
+    c.cpu_milli += static_cast<double>(p.cpu_milli);
+    c.memory_mib += static_cast<double>(p.memory_mib);
+  }
+  WorkloadMix mix;
+  for (auto& [key, c] : classes) {
+    c.weight -= 1;  // started at 1
+    c.cpu_milli /= c.weight;
+    c.memory_mib /= c.weight;
+    mix.classes.push_back(c);
+  }
+  return mix;
+}
+
+// The shipped preset `base` with the fragmentation workload set to the trace's GPU pod classes.
+std::shared_ptr<const policies::Preset> TracePreset(const std::string& base,
+                                                    const std::vector<TracePod>& pods) {
+  std::map<std::pair<int, int>, double> counts;
+  for (const TracePod& p : pods) {
+    if (p.gpus > 0) counts[{p.gpus, p.gpu_milli}] += 1.0;
+  }
+  std::vector<policies::WorkloadClass> workload;
+  for (const auto& [cls, count] : counts) workload.push_back({cls.first, cls.second, count});
+  policies::PresetSpec spec;
+  spec.name = "trace-" + base;
+  if (base == "binpack") {
+    spec.components = {
+        {"replica-spread", 3, {}}, {"locality", 3, {}}, {"fragmentation", 5, {{}, workload}}};
+  } else {
+    spec.components = {{"replica-spread", 4, {}},
+                       {"locality", 3, {}},
+                       {"fragmentation", 2, {{}, workload}},
+                       {"slot-balance", 1, {}}};
+  }
+  auto preset = policies::BuildPreset(spec, policies::BuiltinComponents());
+  return preset.ok() ? *preset : nullptr;
+}
+
 RunResult Run(const std::string& workload, const std::vector<TraceNode>& trace_nodes,
               const std::vector<TracePod>& trace_pods, const std::string& policy, uint64_t seed,
               int replicas, const policies::PresetCatalog& presets) {
   topology::ShapeInterner interner;
   SimCluster cluster(BuildNodes(trace_nodes, replicas, interner));
   std::unique_ptr<Placer> placer;
-  if (policy == "random") placer = MakeRandomPlacer(seed);
-  else if (policy == "bestfit") placer = MakeBestFitPlacer(seed);
-  else if (policy == "stock") placer = MakeStockKubernetesPlacer(seed);
+  if (policy == "random")
+    placer = MakeRandomPlacer(seed);
+  else if (policy == "bestfit")
+    placer = MakeBestFitPlacer(seed);
+  else if (policy == "stock")
+    placer = MakeStockKubernetesPlacer(seed);
+  else if (policy == "fgd")
+    placer = MakeFgdPlacer(TraceMix(trace_pods), seed, /*as_extender=*/false);
+  else if (policy == "fgd-as-extender")
+    placer = MakeFgdPlacer(TraceMix(trace_pods), seed, /*as_extender=*/true);
   else {
+    // gputopo:<preset> behind kube-scheduler; gputopo-alone:<preset> deciding alone.
+    const bool alone = policy.rfind("gputopo-alone:", 0) == 0;
     const std::string preset = policy.substr(policy.find(':') + 1);
-    placer = MakeGputopoPlacer(cluster, preset, presets.Find(preset), seed);
+    if (preset.rfind("trace-", 0) == 0) {
+      // A shipped preset whose fragmentation component models this trace's own pod mix, as an
+      // operator would configure it for their cluster.
+      placer = MakeGputopoPlacer(cluster, preset, TracePreset(preset.substr(6), trace_pods), seed,
+                                 alone);
+    } else {
+      placer = MakeGputopoPlacer(cluster, preset, presets.Find(preset), seed, alone);
+    }
   }
   std::vector<size_t> order(trace_pods.size());
   std::iota(order.begin(), order.end(), size_t{0});
@@ -100,8 +162,11 @@ RunResult Run(const std::string& workload, const std::vector<TraceNode>& trace_n
   double arrived = 0;
   int next_percent = 0;
   bool recorded100 = false;
-  for (size_t i = 0; i < order.size() && arrived <= 1.3 * capacity; ++i) {
-    const TracePod& t = trace_pods[order[i]];
+  // The trace in a random order, then (FGD's inflation) pods drawn again at random from it
+  // until the requests that arrived reach 130% of capacity.
+  std::uniform_int_distribution<size_t> resample(0, trace_pods.size() - 1);
+  for (size_t i = 0; arrived <= 1.3 * capacity; ++i) {
+    const TracePod& t = trace_pods[i < order.size() ? order[i] : resample(rng)];
     SimPod pod;
     pod.id = static_cast<int>(i);
     pod.name = t.name;
@@ -155,10 +220,12 @@ std::map<std::pair<std::string, std::string>, Published> LoadPublished(const std
       const std::string workload = f[0].substr(f[0].find("list_") + 5);
       const std::string policy = f[1].substr(f[1].find('-') + 1);
       sums[{workload, policy}].first += std::stod(f[static_cast<size_t>(first_value_column + 100)]);
-      sums[{workload, policy}].second += std::stod(f[static_cast<size_t>(first_value_column + 130)]);
+      sums[{workload, policy}].second +=
+          std::stod(f[static_cast<size_t>(first_value_column + 130)]);
       counts[{workload, policy}] += 1;
     }
-    for (const auto& [key, sum] : sums) assign(out[key], sum.first / counts[key], sum.second / counts[key]);
+    for (const auto& [key, sum] : sums)
+      assign(out[key], sum.first / counts[key], sum.second / counts[key]);
   };
   read("analysis_allo_discrete.csv", 5, [](Published& p, double a, double b) {
     p.alloc100 = a;
@@ -179,19 +246,24 @@ int Main(int argc, char** argv) {
   CLI::App cli{"gputopo placement quality on the Alibaba GPU-sharing trace (FGD methodology)"};
   std::string data = "../shared/data/alibaba-gpu-v2023";
   std::string workloads = "default,multigpu50,gpushare100";
-  std::string policy_list = "random,bestfit,stock,gputopo:default,gputopo:binpack,gputopo:spread,gputopo:topology";
+  std::string policy_list =
+      "random,bestfit,stock,gputopo:default,gputopo:binpack,gputopo:spread,gputopo:topology";
   int seeds = 10;
   int replicas = 20;
   int threads = 2;
   std::string out = "bench/results";
   cli.add_option("--data", data, "folder of the trace")->capture_default_str();
-  cli.add_option("--workloads", workloads, "pod lists (openb_pod_list_<name>.csv)")->capture_default_str();
-  cli.add_option("--policies", policy_list, "random, bestfit, stock, gputopo:<preset>")->capture_default_str();
-  cli.add_option("--seeds", seeds, "arrival orders per workload (seeds 42..)")->capture_default_str();
+  cli.add_option("--workloads", workloads, "pod lists (openb_pod_list_<name>.csv)")
+      ->capture_default_str();
+  cli.add_option("--policies", policy_list, "random, bestfit, stock, gputopo:<preset>")
+      ->capture_default_str();
+  cli.add_option("--seeds", seeds, "arrival orders per workload (seeds 42..)")
+      ->capture_default_str();
   cli.add_option("--replicas", replicas, "time-slice slots per GPU (high: shares bind, not slots)")
       ->capture_default_str();
   cli.add_option("--threads", threads, "runs in parallel")->capture_default_str();
-  cli.add_option("--out", out, "folder for alibaba.csv, alibaba_curves.csv, alibaba.md")->capture_default_str();
+  cli.add_option("--out", out, "folder for alibaba.csv, alibaba_curves.csv, alibaba.md")
+      ->capture_default_str();
   CLI11_PARSE(cli, argc, argv);
 
   Result<policies::PresetCatalog> presets = LoadShippedPresets();
@@ -208,7 +280,8 @@ int Main(int argc, char** argv) {
   for (std::stringstream ss(policy_list); ss.good();) {
     std::string p;
     std::getline(ss, p, ',');
-    if (p.rfind("gputopo:", 0) == 0 && presets->Find(p.substr(8)) == nullptr) {
+    if (p.rfind("gputopo", 0) == 0 && p.find(":trace-") == std::string::npos &&
+        presets->Find(p.substr(p.find(':') + 1)) == nullptr) {
       std::cerr << "unknown preset in " << p << "\n";
       return 2;
     }
@@ -254,10 +327,11 @@ int Main(int argc, char** argv) {
                        workload.c_str(), r.policy.c_str(), static_cast<unsigned long long>(r.seed),
                        r.alloc100, r.alloc130, r.frag100, r.seconds);
           csv << workload << "," << r.policy << "," << r.seed << "," << r.alloc100 << ","
-              << r.alloc130 << "," << r.frag100 << "," << r.pending << "," << r.overcommitted
-              << "," << r.seconds << "\n";
+              << r.alloc130 << "," << r.frag100 << "," << r.pending << "," << r.overcommitted << ","
+              << r.seconds << "\n";
           for (size_t i = 0; i < r.curve.size(); ++i) {
-            curves << workload << "," << r.policy << "," << r.seed << "," << i << "," << r.curve[i] << "\n";
+            curves << workload << "," << r.policy << "," << r.seed << "," << i << "," << r.curve[i]
+                   << "\n";
           }
           results[{workload, job.first}].push_back(std::move(r));
         }
@@ -268,7 +342,8 @@ int Main(int argc, char** argv) {
 
   const auto published = LoadPublished(data);
   std::ostringstream md;
-  md << "| workload | policy | alloc @100% | alloc @130% | frag @100% | pending GPU pods | runs | s/run |\n"
+  md << "| workload | policy | alloc @100% | alloc @130% | frag @100% | pending GPU pods | runs | "
+        "s/run |\n"
      << "|---|---|---|---|---|---|---|---|\n";
   for (const std::string& workload : workload_names) {
     for (const char* pub : {"Random", "BestFit", "FGD"}) {
@@ -293,8 +368,8 @@ int Main(int argc, char** argv) {
       const double n = static_cast<double>(runs.size());
       md << "| " << workload << " | " << runs.front().policy << " | " << Fixed(a100 / n) << "% | "
          << Fixed(a130 / n) << "% | " << Fixed(f100 / n) << "% | " << Fixed(pending / n, 0)
-         << (over > 0 ? " (" + Fixed(over / n, 0) + " overcommitted)" : "") << " | "
-         << runs.size() << " | " << Fixed(secs / n, 1) << " |\n";
+         << (over > 0 ? " (" + Fixed(over / n, 0) + " overcommitted)" : "") << " | " << runs.size()
+         << " | " << Fixed(secs / n, 1) << " |\n";
     }
   }
   std::ofstream(out + "/alibaba.md") << md.str();

@@ -6,6 +6,7 @@
 
 #include "gputopo/well_known.h"
 #include "policies/engine/evaluation.h"
+#include "policies/engine/normalize.h"
 #include "src/app/app.h"
 #include "topology/best_set.h"
 
@@ -37,7 +38,7 @@ class BestOf {
 
 bool HasGpuRoom(const SimCluster& cluster, int n, const SimPod& pod) {
   if (pod.gpus == 0) return true;
-  return static_cast<int>(cluster.GpusWithRoom(n, pod.milli).size()) >= pod.gpus;
+  return static_cast<int>(cluster.GpusWithRoom(n, pod).size()) >= pod.gpus;
 }
 
 class RandomPlacer final : public Placer {
@@ -52,7 +53,7 @@ class RandomPlacer final : public Placer {
     if (feasible.empty()) return {};
     Placement p;
     p.node = feasible[std::uniform_int_distribution<size_t>(0, feasible.size() - 1)(rng_)];
-    std::vector<int> room = cluster.GpusWithRoom(p.node, pod.milli);
+    std::vector<int> room = cluster.GpusWithRoom(p.node, pod);
     std::shuffle(room.begin(), room.end(), rng_);
     p.gpus.assign(room.begin(), room.begin() + pod.gpus);
     return p;
@@ -72,11 +73,13 @@ class BestFitPlacer final : public Placer {
       if (!cluster.HostFits(n, pod) || !HasGpuRoom(cluster, n, pod)) continue;
       const SimNode& node = cluster.node(n);
       double gpu_free = 0.0;
-      for (int g = 0; g < cluster.gpu_count(n); ++g) gpu_free += 1000 - cluster.gpu_milli_used(n, g);
-      gpu_free -= static_cast<double>(pod.gpus) * pod.milli;
+      for (int g = 0; g < cluster.gpu_count(n); ++g)
+        gpu_free += 1000 - cluster.gpu_milli_used(n, g);
+      gpu_free -= static_cast<double>(pod.gpus) * cluster.ShareOn(n, pod);
       const double gpu_cap = 1000.0 * std::max(1, cluster.gpu_count(n));
       const double left =
-          static_cast<double>(node.cpu_milli - cluster.cpu_used(n) - pod.cpu_milli) / node.cpu_milli +
+          static_cast<double>(node.cpu_milli - cluster.cpu_used(n) - pod.cpu_milli) /
+              node.cpu_milli +
           static_cast<double>(node.memory_mib - cluster.memory_used(n) - pod.memory_mib) /
               node.memory_mib +
           gpu_free / gpu_cap;
@@ -85,7 +88,7 @@ class BestFitPlacer final : public Placer {
     if (best.best() < 0) return {};
     Placement p;
     p.node = best.best();
-    std::vector<int> room = cluster.GpusWithRoom(p.node, pod.milli);
+    std::vector<int> room = cluster.GpusWithRoom(p.node, pod);
     // Tightest GPUs first: the most milli already used.
     std::stable_sort(room.begin(), room.end(), [&](int a, int b) {
       return cluster.gpu_milli_used(p.node, a) > cluster.gpu_milli_used(p.node, b);
@@ -99,6 +102,94 @@ class BestFitPlacer final : public Placer {
 };
 
 }  // namespace
+
+class FgdPlacer final : public Placer {
+ public:
+  FgdPlacer(WorkloadMix mix, uint64_t seed, bool as_extender)
+      : mix_(std::move(mix)), rng_(seed), as_extender_(as_extender) {
+    for (const auto& c : mix_.classes) weights_ += c.weight;
+  }
+  std::string Name() const override {
+    return as_extender_ ? "FGD as an extender (re-implemented)" : "FGD (re-implemented)";
+  }
+
+  // Expected stranded milli of node n if `extra` (gpu -> milli added) and cpu/mem were used.
+  double Fragment(const SimCluster& cluster, int n, const std::vector<int>& add_milli,
+                  const std::vector<int>& add_pods, int64_t add_cpu, int64_t add_mem) const {
+    const SimNode& node = cluster.node(n);
+    const double cpu_free = static_cast<double>(node.cpu_milli - cluster.cpu_used(n) - add_cpu);
+    const double mem_free = static_cast<double>(node.memory_mib - cluster.memory_used(n) - add_mem);
+    double total = 0;
+    for (const auto& c : mix_.classes) {
+      double free_total = 0, unusable = 0;
+      int usable = 0;
+      for (int g = 0; g < cluster.gpu_count(n); ++g) {
+        const auto i = static_cast<size_t>(g);
+        const int free = 1000 - cluster.gpu_milli_used(n, g) - add_milli[i];
+        free_total += free;
+        if (cluster.gpu_pods(n, g) + add_pods[i] < node.replicas && free >= c.milli)
+          ++usable;
+        else
+          unusable += free;
+      }
+      const bool host = cpu_free >= c.cpu_milli && mem_free >= c.memory_mib;
+      total += c.weight * (host && usable >= c.gpus ? unusable : free_total);
+    }
+    return total / weights_;
+  }
+
+  Placement Choose(const SimCluster& cluster, const SimPod& pod) override {
+    BestOf best(rng_);
+    if (pod.gpus == 0 && as_extender_) {  // kube-scheduler alone places pods without GPUs
+      for (int n = 0; n < cluster.node_count(); ++n) {
+        if (cluster.HostFits(n, pod)) best.Offer(n, KubeDefaultScore(cluster, n, pod));
+      }
+      Placement p;
+      p.node = best.best();
+      return p;
+    }
+    std::vector<std::vector<int>> choice(static_cast<size_t>(cluster.node_count()));
+    for (int n = 0; n < cluster.node_count(); ++n) {
+      if (!cluster.HostFits(n, pod) || !HasGpuRoom(cluster, n, pod)) continue;
+      const auto gpus = static_cast<size_t>(cluster.gpu_count(n));
+      std::vector<int> zero(gpus, 0);
+      const double before = Fragment(cluster, n, zero, zero, 0, 0);
+      std::vector<std::vector<int>> candidates;
+      std::vector<int> room = cluster.GpusWithRoom(n, pod);
+      if (pod.gpus <= 1) {
+        for (int g : room) candidates.push_back({g});
+        if (pod.gpus == 0) candidates.push_back({});
+      } else {
+        candidates.push_back(std::vector<int>(room.begin(), room.begin() + pod.gpus));
+      }
+      for (const auto& set : candidates) {
+        std::vector<int> milli(gpus, 0), pods(gpus, 0);
+        for (int g : set) {
+          milli[static_cast<size_t>(g)] = cluster.ShareOn(n, pod);
+          pods[static_cast<size_t>(g)] = 1;
+        }
+        const double delta =
+            Fragment(cluster, n, milli, pods, pod.cpu_milli, pod.memory_mib) - before;
+        const size_t before_offer = static_cast<size_t>(best.best() < 0 ? 0 : best.best());
+        (void)before_offer;
+        const int id = n * 64 + (set.empty() ? 0 : set.front());
+        best.Offer(id, -delta);
+        if (best.best() == id) choice[static_cast<size_t>(n)] = set;
+      }
+    }
+    if (best.best() < 0) return {};
+    Placement p;
+    p.node = best.best() / 64;
+    p.gpus = choice[static_cast<size_t>(p.node)];
+    return p;
+  }
+
+ private:
+  WorkloadMix mix_;
+  std::mt19937_64 rng_;
+  bool as_extender_;
+  double weights_ = 0;
+};
 
 class StockKubernetesPlacer final : public Placer {
  public:
@@ -132,7 +223,8 @@ class StockKubernetesPlacer final : public Placer {
       std::stable_sort(available.begin(), available.end(), [&](int a, int b) {
         return cluster.gpu_pods(n, a) < cluster.gpu_pods(n, b);
       });
-      p.gpus.assign(available.begin(), available.begin() + std::min<size_t>(available.size(), pod.gpus));
+      p.gpus.assign(available.begin(),
+                    available.begin() + std::min<size_t>(available.size(), pod.gpus));
     }
     if (!cluster.GpusFit(n, pod, p.gpus)) {
       ++overcommitted_;  // the plugin handed out a GPU that cannot hold the pod's share
@@ -155,7 +247,7 @@ PodInfo ToPodInfo(const SimPod& pod) {
   info.name = pod.name;
   info.uid = "uid-" + std::to_string(pod.id);
   info.gpu_request = pod.gpus;
-  if (pod.gpus > 0) {
+  if (pod.gpus > 0 && pod.milli > 0) {
     info.annotations.emplace_back(std::string(kAnnotationGpuMilli), std::to_string(pod.milli));
   }
   if (!pod.group.empty()) info.annotations.emplace_back(std::string(kAnnotationGroup), pod.group);
@@ -166,8 +258,9 @@ PodInfo ToPodInfo(const SimPod& pod) {
 class GputopoPlacer final : public Placer {
  public:
   GputopoPlacer(const SimCluster& cluster, std::string name,
-                std::shared_ptr<const policies::Preset> preset, uint64_t seed)
-      : name_(std::move(name)), preset_(std::move(preset)), rng_(seed) {
+                std::shared_ptr<const policies::Preset> preset, uint64_t seed, bool alone)
+      : name_(std::move(name)), preset_(std::move(preset)), rng_(seed), alone_(alone) {
+    (void)app::LoadProfiles("", profiles_);  // the machine profiles nodes may name
     std::vector<NodeInfo> nodes;
     for (int n = 0; n < cluster.node_count(); ++n) nodes.push_back(cluster.node(n).info);
     state_.Reset(nodes, {});
@@ -176,7 +269,7 @@ class GputopoPlacer final : public Placer {
       index_.push_back(snapshot->FindIndex(cluster.node(n).name));
     }
   }
-  std::string Name() const override { return "gputopo " + name_; }
+  std::string Name() const override { return (alone_ ? "gputopo alone " : "gputopo ") + name_; }
 
   Placement Choose(const SimCluster& cluster, const SimPod& pod) override {
     BestOf best(rng_);
@@ -193,18 +286,32 @@ class GputopoPlacer final : public Placer {
     if (!req.ok()) return {};
     auto snapshot = state_.Snapshot();
     policies::PodEvaluator evaluator(*req, *preset_);
-    std::vector<uint32_t> evaluation(static_cast<size_t>(cluster.node_count()), UINT32_MAX);
+    // Filter, then prioritize: the weighted scores of the nodes that fit, normalized across
+    // them as the preset says, added to kube-scheduler's own scores with weight 5.
+    std::vector<int> candidates;
+    std::vector<uint32_t> evaluations;
+    std::vector<std::optional<double>> weighted;
     for (int n = 0; n < cluster.node_count(); ++n) {
       if (!cluster.HostFits(n, pod)) continue;
       const uint32_t e = evaluator.Evaluate(*snapshot->nodes()[index_[static_cast<size_t>(n)]]);
       if (!evaluator.evaluation(e).fits()) continue;
-      evaluation[static_cast<size_t>(n)] = e;
-      best.Offer(n, KubeDefaultScore(cluster, n, pod) + 50.0 * evaluator.evaluation(e).score);
+      candidates.push_back(n);
+      evaluations.push_back(e);
+      weighted.push_back(evaluator.evaluation(e).weighted_score);
     }
-    if (best.best() < 0) return {};
+    if (candidates.empty()) return {};
+    const std::vector<int> priorities =
+        candidates.size() > 1 ? policies::NormalizeScores(weighted, preset_->normalization())
+                              : std::vector<int>(1, 0);  // kube-scheduler skips prioritize
+    size_t chosen = 0;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const double kube = alone_ ? 0.0 : KubeDefaultScore(cluster, candidates[i], pod);
+      best.Offer(static_cast<int>(i), kube + 50.0 * (alone_ ? *weighted[i] : priorities[i]));
+    }
+    chosen = static_cast<size_t>(best.best());
     Placement p;
-    p.node = best.best();
-    p.gpus = topology::ToIndices(evaluator.evaluation(evaluation[static_cast<size_t>(p.node)]).gpus);
+    p.node = candidates[chosen];
+    p.gpus = topology::ToIndices(evaluator.evaluation(evaluations[chosen]).gpus);
     return p;
   }
 
@@ -226,6 +333,7 @@ class GputopoPlacer final : public Placer {
   std::string name_;
   std::shared_ptr<const policies::Preset> preset_;
   std::mt19937_64 rng_;
+  bool alone_;
   topology::ShapeInterner interner_;
   topology::ProfileCatalog profiles_{interner_};
   topology::TopologyResolver resolver_{profiles_, interner_};
@@ -245,7 +353,24 @@ double KubeDefaultScore(const SimCluster& cluster, int n, const SimPod& pod) {
   return least_allocated + balanced;
 }
 
-std::unique_ptr<Placer> MakeRandomPlacer(uint64_t seed) { return std::make_unique<RandomPlacer>(seed); }
+std::unique_ptr<Placer> MakeFgdPlacer(WorkloadMix mix, uint64_t seed, bool as_extender) {
+  return std::make_unique<FgdPlacer>(std::move(mix), seed, as_extender);
+}
+double FgdDelta(const SimCluster& cluster, int n, const SimPod& pod, const std::vector<int>& gpus,
+                const WorkloadMix& mix) {
+  FgdPlacer fgd(mix, 0, false);
+  const auto count = static_cast<size_t>(cluster.gpu_count(n));
+  std::vector<int> zero(count, 0), milli(count, 0), pods(count, 0);
+  for (int g : gpus) {
+    milli[static_cast<size_t>(g)] = cluster.ShareOn(n, pod);
+    pods[static_cast<size_t>(g)] = 1;
+  }
+  return fgd.Fragment(cluster, n, milli, pods, pod.cpu_milli, pod.memory_mib) -
+         fgd.Fragment(cluster, n, zero, zero, 0, 0);
+}
+std::unique_ptr<Placer> MakeRandomPlacer(uint64_t seed) {
+  return std::make_unique<RandomPlacer>(seed);
+}
 std::unique_ptr<Placer> MakeBestFitPlacer(uint64_t seed) {
   return std::make_unique<BestFitPlacer>(seed);
 }
@@ -254,8 +379,8 @@ std::unique_ptr<Placer> MakeStockKubernetesPlacer(uint64_t seed) {
 }
 std::unique_ptr<Placer> MakeGputopoPlacer(const SimCluster& cluster, const std::string& preset,
                                           std::shared_ptr<const policies::Preset> weights,
-                                          uint64_t seed) {
-  return std::make_unique<GputopoPlacer>(cluster, preset, std::move(weights), seed);
+                                          uint64_t seed, bool alone) {
+  return std::make_unique<GputopoPlacer>(cluster, preset, std::move(weights), seed, alone);
 }
 
 int OvercommittedPlacements(const Placer& placer) {

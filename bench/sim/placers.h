@@ -50,12 +50,34 @@ std::unique_ptr<Placer> MakeBestFitPlacer(uint64_t seed);
 // A pod whose share does not fit on the GPU the plugin handed out counts as failed
 // (overcommitted()).
 class StockKubernetesPlacer;
+// FGD (Weng et al., ATC'23) re-implemented on the simulator: the node and GPUs that increase the
+// expected fragmentation of the workload `classes` ((gpus, milli) -> (weight, cpu, memory)) the
+// least; a node's GPUs all count as stranded for a class whose CPU or memory no longer fits.
+// The paper's scheduler places every pod this way. `as_extender` leaves pods without GPUs to
+// kube-scheduler's default scores, as they would be when FGD (or gputopo) is an extender with
+// managedResources nvidia.com/gpu.
+struct WorkloadMix {
+  struct Class {
+    int gpus = 1;
+    int milli = 1000;
+    double weight = 1;
+    double cpu_milli = 0;
+    double memory_mib = 0;
+  };
+  std::vector<Class> classes;
+};
+std::unique_ptr<Placer> MakeFgdPlacer(WorkloadMix mix, uint64_t seed, bool as_extender);
+// FGD's fragmentation change (milli) of placing `pod` on `gpus` of node n.
+double FgdDelta(const SimCluster& cluster, int n, const SimPod& pod, const std::vector<int>& gpus,
+                const WorkloadMix& mix);
 std::unique_ptr<Placer> MakeStockKubernetesPlacer(uint64_t seed);
 // gputopo: kube-scheduler's filters and scores plus gputopo's filter and prioritize (preset
 // `preset`); GPUs as gputopo's bind chooses them.
+// With `alone`, kube-scheduler's own scores are left out: gputopo's priority alone picks the
+// node (as with a high extender weight), ties at random.
 std::unique_ptr<Placer> MakeGputopoPlacer(const SimCluster& cluster, const std::string& preset,
                                           std::shared_ptr<const policies::Preset> weights,
-                                          uint64_t seed);
+                                          uint64_t seed, bool alone = false);
 
 // The presets shipped in policies/presets/, parsed (bench links the adapters for this).
 Result<policies::PresetCatalog> LoadShippedPresets();

@@ -41,7 +41,8 @@ bool SimCluster::HostFits(int n, const SimPod& pod) const {
   return true;
 }
 
-std::vector<int> SimCluster::GpusWithRoom(int n, int milli) const {
+std::vector<int> SimCluster::GpusWithRoom(int n, const SimPod& pod) const {
+  const int milli = ShareOn(n, pod);
   std::vector<int> out;
   const NodeState& s = state(n);
   for (int g = 0; g < gpu_count(n); ++g) {
@@ -56,42 +57,44 @@ bool SimCluster::GpusFit(int n, const SimPod& pod, const std::vector<int>& gpus)
   std::set<int> distinct(gpus.begin(), gpus.end());
   if (static_cast<int>(distinct.size()) != pod.gpus) return false;
   const NodeState& s = state(n);
+  const int milli = ShareOn(n, pod);
   for (int g : gpus) {
     if (g < 0 || g >= gpu_count(n)) return false;
     const auto i = static_cast<size_t>(g);
-    if (s.pods[i] >= node(n).replicas || s.milli[i] + pod.milli > 1000) return false;
+    if (s.pods[i] >= node(n).replicas || s.milli[i] + milli > 1000) return false;
   }
   return true;
 }
 
 void SimCluster::Apply(const SimPod& pod, const Placement& placement) {
   NodeState& s = states_[static_cast<size_t>(placement.node)];
+  const int milli = ShareOn(placement.node, pod);
   s.cpu += pod.cpu_milli;
   s.memory += pod.memory_mib;
   for (int g : placement.gpus) {
     const auto i = static_cast<size_t>(g);
-    s.milli[i] += pod.milli;
+    s.milli[i] += milli;
     s.pods[i] += 1;
     s.pod_ids[i].push_back(pod.id);
-    allocated_milli_ += pod.milli;
+    allocated_milli_ += milli;
   }
-  placed_[pod.id] = {pod, placement};
+  placed_[pod.id] = {pod, placement, milli};
 }
 
 Placement SimCluster::Remove(int pod_id) {
   auto it = placed_.find(pod_id);
   if (it == placed_.end()) return {};
-  const auto [pod, placement] = it->second;
+  const auto [pod, placement, milli] = it->second;
   placed_.erase(it);
   NodeState& s = states_[static_cast<size_t>(placement.node)];
   s.cpu -= pod.cpu_milli;
   s.memory -= pod.memory_mib;
   for (int g : placement.gpus) {
     const auto i = static_cast<size_t>(g);
-    s.milli[i] -= pod.milli;
+    s.milli[i] -= milli;
     s.pods[i] -= 1;
     std::erase(s.pod_ids[i], pod.id);
-    allocated_milli_ -= pod.milli;
+    allocated_milli_ -= milli;
   }
   return placement;
 }
@@ -99,12 +102,12 @@ Placement SimCluster::Remove(int pod_id) {
 std::optional<Placement> SimCluster::PlacementOf(int pod_id) const {
   auto it = placed_.find(pod_id);
   if (it == placed_.end()) return std::nullopt;
-  return it->second.second;
+  return it->second.placement;
 }
 
 const SimPod* SimCluster::PodOf(int pod_id) const {
   auto it = placed_.find(pod_id);
-  return it == placed_.end() ? nullptr : &it->second.first;
+  return it == placed_.end() ? nullptr : &it->second.pod;
 }
 
 double SimCluster::FragmentedMilli(

@@ -31,7 +31,7 @@ struct SimPod {
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   int gpus = 0;
-  int milli = 1000;  // per GPU
+  int milli = 0;                      // share of each GPU; 0: the node's default, 1000 / replicas
   std::vector<std::string> gpu_spec;  // allowed GPU models
   std::vector<std::pair<std::string, std::string>> annotations;  // extra gputopo.io/* ones
 };
@@ -69,8 +69,12 @@ class SimCluster {
   bool HostFits(int n, const SimPod& pod) const;
   // Whether the GPUs are valid for the pod: distinct, each with a free slot and the share.
   bool GpusFit(int n, const SimPod& pod, const std::vector<int>& gpus) const;
-  // GPUs on node n that could take one more pod with this share.
-  std::vector<int> GpusWithRoom(int n, int milli) const;
+  // The pod's share of each GPU on node n.
+  int ShareOn(int n, const SimPod& pod) const {
+    return pod.milli > 0 ? pod.milli : 1000 / node(n).replicas;
+  }
+  // GPUs on node n that could take one more pod of this kind.
+  std::vector<int> GpusWithRoom(int n, const SimPod& pod) const;
 
   // Precondition: GpusFit.
   void Apply(const SimPod& pod, const Placement& placement);
@@ -97,7 +101,12 @@ class SimCluster {
 
   std::vector<SimNode> nodes_;
   std::vector<NodeState> states_;
-  std::unordered_map<int, std::pair<SimPod, Placement>> placed_;
+  struct Held {
+    SimPod pod;
+    Placement placement;
+    int milli = 0;  // per GPU
+  };
+  std::unordered_map<int, Held> placed_;
   int64_t capacity_milli_ = 0;
   int64_t allocated_milli_ = 0;
 };

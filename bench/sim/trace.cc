@@ -90,7 +90,8 @@ Result<std::vector<PhillyJob>> LoadPhillyJobs(const std::string& path) {
     std::string part;
     while (std::getline(shape, part, '+')) {
       int gpus = 0;
-      if (!ParseNumber(part, gpus) || gpus < 1) return InvalidArgument(path + ": bad shape " + f[3]);
+      if (!ParseNumber(part, gpus) || gpus < 1)
+        return InvalidArgument(path + ": bad shape " + f[3]);
       job.pods.push_back(gpus);
     }
     jobs.push_back(std::move(job));

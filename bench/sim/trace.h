@@ -24,8 +24,8 @@ struct TracePod {
   std::string name;
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
-  int gpus = 0;       // num_gpu
-  int gpu_milli = 0;  // share of each GPU; 1000 for whole GPUs
+  int gpus = 0;                       // num_gpu
+  int gpu_milli = 0;                  // share of each GPU; 1000 for whole GPUs
   std::vector<std::string> gpu_spec;  // allowed GPU models; empty: any
 };
 

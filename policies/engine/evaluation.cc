@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "gputopo/well_known.h"
+#include "policies/engine/evaluation_cache.h"
 #include "policies/engine/placement_context.h"
 #include "policies/locality/locality.h"
 #include "topology/best_set.h"
@@ -164,14 +165,23 @@ class CandidateSearch {
   CandidateSearch(const PlacementContext& ctx, const Preset& preset) {
     for (const WeightedComponent& c : preset.components()) {
       total_weight_ += c.weight;
-      if (c.weight > 0.0) scorers_.push_back({c.component->Prepare(ctx), c.weight});
+      scorers_.push_back({c.component->Prepare(ctx), c.weight});
     }
   }
 
   double WeightedScore(GpuMask gpus) const {
     double sum = 0.0;
-    for (const auto& [scorer, weight] : scorers_) sum += weight * scorer->Score(gpus);
+    for (const auto& [scorer, weight] : scorers_) {
+      if (weight > 0.0) sum += weight * scorer->Score(gpus);
+    }
     return sum / total_weight_;
+  }
+
+  std::vector<double> ComponentScores(GpuMask gpus) const {
+    std::vector<double> scores;
+    scores.reserve(scorers_.size());
+    for (const auto& [scorer, weight] : scorers_) scores.push_back(scorer->Score(gpus));
+    return scores;
   }
 
   void Consider(GpuMask gpus) {
@@ -212,6 +222,11 @@ std::string_view VerdictName(Verdict verdict) {
 
 NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node,
                             const Preset& preset) {
+  return EvaluateNode(pod, node, preset, node.GroupGpus(pod.group));
+}
+
+NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node, const Preset& preset,
+                            GpuMask group_gpus) {
   if (!node.has_topology()) {
     return Reject(Verdict::kUnresolvable, "gputopo: node topology invalid", node.topology_error());
   }
@@ -220,12 +235,11 @@ NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node,
     e.verdict = Verdict::kFits;
     e.detail = "pod requests no GPU";
     e.weighted_score = kMaxComponentScore;
-    e.score = static_cast<int>(kMaxComponentScore);
     return e;
   }
   if (auto rejected = CheckResolvable(pod, node)) return *rejected;
 
-  const PlacementContext ctx = MakePlacementContext(pod, node);
+  const PlacementContext ctx = MakePlacementContext(pod, node, group_gpus);
   if (ctx.node_free_slots < pod.gpus) {
     return Reject(
         Verdict::kUnschedulable, "gputopo: not enough free GPU slots",
@@ -305,33 +319,66 @@ NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node,
   e.verdict = Verdict::kFits;
   e.gpus = search.best();
   e.weighted_score = search.best_score();
-  e.score = static_cast<int>(std::clamp(std::lround(e.weighted_score), 0L, 10L));
   e.candidates = search.candidates();
   e.heuristic = !exact;
+  e.component_scores = search.ComponentScores(e.gpus);
+  return e;
+}
+
+std::vector<ComponentResult> ExplainPlacement(const PodRequirements& pod, const NodeState& node,
+                                              const Preset& preset, GpuMask gpus) {
+  std::vector<ComponentResult> out;
+  if (!node.has_topology() || gpus == 0) return out;
+  const PlacementContext ctx = MakePlacementContext(pod, node);
   for (const WeightedComponent& c : preset.components()) {
     const std::unique_ptr<PreparedScore> scorer = c.component->Prepare(ctx);
-    e.components.push_back(
-        {std::string(c.component->Name()), c.weight, scorer->Score(e.gpus), scorer->Explain(e.gpus)});
+    out.push_back(
+        {std::string(c.component->Name()), c.weight, scorer->Score(gpus), scorer->Explain(gpus)});
   }
-  return e;
+  return out;
+}
+
+PodEvaluator::PodEvaluator(const PodRequirements& pod, const Preset& preset, EvaluationCache* cache)
+    : pod_(pod),
+      preset_(preset),
+      cache_(cache),
+      group_hash_(std::hash<std::string_view>{}(pod.group)) {
+  if (cache_ != nullptr) shape_id_ = cache_->ShapeId(EvaluationShape(pod, preset));
+}
+
+void PodEvaluator::Reserve(size_t nodes) { evaluations_.reserve(nodes); }
+
+uint32_t PodEvaluator::Add(std::shared_ptr<const NodeEvaluation> evaluation) {
+  evaluations_.push_back(std::move(evaluation));
+  return static_cast<uint32_t>(evaluations_.size() - 1);
 }
 
 uint32_t PodEvaluator::Evaluate(const NodeState& node) {
   if (!node.has_topology()) {  // the error text differs per node: not memoised
-    evaluations_.push_back(EvaluateNode(pod_, node, preset_));
-    return static_cast<uint32_t>(evaluations_.size() - 1);
+    return Add(std::make_shared<const NodeEvaluation>(EvaluateNode(pod_, node, preset_, 0)));
+  }
+  const GpuMask group =
+      pod_.spread == SpreadMode::kNone ? 0 : node.GroupGpus(pod_.group, group_hash_);
+  if (cache_ != nullptr) {
+    if (auto cached = cache_->Find(node, group, shape_id_)) {
+      ++cache_hits_;
+      return Add(std::move(cached));
+    }
   }
   key_.assign(node.signature());
-  const GpuMask group = pod_.spread == SpreadMode::kNone ? 0 : node.GroupGpus(pod_.group);
   char bytes[sizeof(group)];
   std::memcpy(bytes, &group, sizeof(group));
   key_.append(bytes, sizeof(group));
-  auto [it, inserted] = memo_.try_emplace(key_, static_cast<uint32_t>(evaluations_.size()));
+  auto [it, inserted] = memo_.try_emplace(key_, 0);
   if (!inserted) {
-    ++hits_;
-    return it->second;
+    ++memo_hits_;
+    if (cache_ != nullptr) cache_->Insert(node, group, shape_id_, evaluations_[it->second]);
+    return Add(evaluations_[it->second]);
   }
-  evaluations_.push_back(EvaluateNode(pod_, node, preset_));
+  auto evaluation =
+      std::make_shared<const NodeEvaluation>(EvaluateNode(pod_, node, preset_, group));
+  if (cache_ != nullptr) cache_->Insert(node, group, shape_id_, evaluation);
+  it->second = Add(std::move(evaluation));
   return it->second;
 }
 

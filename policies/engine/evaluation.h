@@ -14,7 +14,7 @@
 #define GPUTOPO_POLICIES_ENGINE_EVALUATION_H_
 
 #include <cstdint>
-#include <deque>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -45,9 +45,11 @@ struct NodeEvaluation {
   std::string reason;           // short and stable across nodes (kube-scheduler aggregates by text)
   std::string detail;           // this node's particulars
   GpuMask gpus = 0;             // the chosen GPUs when it fits
-  double weighted_score = 0.0;  // 0..10
-  int score = 0;                // 0..10, the extender priority
-  std::vector<ComponentResult> components;
+  double weighted_score = 0.0;  // 0..10; prioritize turns it into a priority (normalize.h)
+  // Each preset component's score for the chosen GPUs, parallel to preset.components(). The
+  // words that explain them are made on demand (ExplainEvaluation): most evaluations are never
+  // read by a person.
+  std::vector<double> component_scores;
   uint64_t candidates = 0;  // candidate sets scored
   bool heuristic = false;   // the search did not try every candidate set
   bool fits() const { return verdict == Verdict::kFits; }
@@ -55,31 +57,52 @@ struct NodeEvaluation {
 
 NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node,
                             const Preset& preset);
+// The same, with node.GroupGpus(pod.group) already known.
+NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node, const Preset& preset,
+                            GpuMask group_gpus);
 
-// Evaluates one pod against the nodes of one cycle, reusing the answer for nodes whose
-// signature and group GPUs are equal (thousands of nodes of one machine type in a handful of
-// states cost a handful of searches).
+// The component split of placing `pod` on `gpus` of `node`, with each component's explanation.
+// Deterministic: for the GPUs an evaluation chose, the scores equal its component_scores.
+std::vector<ComponentResult> ExplainPlacement(const PodRequirements& pod, const NodeState& node,
+                                              const Preset& preset, GpuMask gpus);
+
+class EvaluationCache;
+
+// Evaluates one pod against the nodes of one cycle. Reuses, in order: the cross-cycle cache
+// (same node version, when one is given), then answers for nodes of this cycle whose signature
+// and group GPUs are equal (thousands of nodes of one machine type in a handful of states cost
+// a handful of searches), and evaluates otherwise.
 class PodEvaluator {
  public:
-  // Both must outlive the evaluator.
-  PodEvaluator(const PodRequirements& pod, const Preset& preset) : pod_(pod), preset_(preset) {}
+  // All must outlive the evaluator; `cache` may be null.
+  PodEvaluator(const PodRequirements& pod, const Preset& preset, EvaluationCache* cache = nullptr);
 
-  // Index into evaluations() of the node's evaluation.
+  // Room for this many Evaluate() calls.
+  void Reserve(size_t nodes);
+  // Index of the node's evaluation; see evaluation().
   uint32_t Evaluate(const NodeState& node);
-  const NodeEvaluation& evaluation(uint32_t index) const { return evaluations_[index]; }
-  // Distinct evaluations made; references stay valid while the evaluator lives. Movable out
-  // once the cycle is done (see TakeEvaluations).
-  const std::deque<NodeEvaluation>& evaluations() const { return evaluations_; }
-  std::deque<NodeEvaluation> TakeEvaluations() { return std::move(evaluations_); }
-  uint64_t memo_hits() const { return hits_; }
+  const NodeEvaluation& evaluation(uint32_t index) const { return *evaluations_[index]; }
+  size_t evaluation_count() const { return evaluations_.size(); }
+  // The evaluations made, indexed as Evaluate() answered; the evaluator is spent afterwards.
+  std::vector<std::shared_ptr<const NodeEvaluation>> TakeEvaluations() {
+    return std::move(evaluations_);
+  }
+  uint64_t memo_hits() const { return memo_hits_; }
+  uint64_t cache_hits() const { return cache_hits_; }
 
  private:
+  uint32_t Add(std::shared_ptr<const NodeEvaluation> evaluation);
+
   const PodRequirements& pod_;
   const Preset& preset_;
-  std::deque<NodeEvaluation> evaluations_;
+  EvaluationCache* cache_;
+  uint64_t shape_id_ = 0;
+  size_t group_hash_;
+  std::vector<std::shared_ptr<const NodeEvaluation>> evaluations_;
   std::unordered_map<std::string, uint32_t> memo_;  // node signature + group GPUs -> index
   std::string key_;
-  uint64_t hits_ = 0;
+  uint64_t memo_hits_ = 0;
+  uint64_t cache_hits_ = 0;
 };
 
 }  // namespace gputopo::policies

@@ -29,8 +29,11 @@ struct PlacementContext {
   int node_free_slots = 0;               // slots free on the node (unplaced pods included)
 };
 
-// Precondition: node.has_topology().
+// Precondition: node.has_topology(). `group_gpus`: node.GroupGpus(pod.group), when the caller
+// has it already.
 PlacementContext MakePlacementContext(const PodRequirements& pod, const NodeState& node);
+PlacementContext MakePlacementContext(const PodRequirements& pod, const NodeState& node,
+                                      GpuMask group_gpus);
 
 }  // namespace gputopo::policies
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdio>
 
 namespace gputopo::policies {
@@ -47,7 +48,7 @@ double ExpectedFragmentMilli(const FreeView& view, const std::vector<WorkloadCla
 }
 
 double FragmentationScore(double delta_milli) {
-  return std::clamp(5.0 - 5.0 * delta_milli / kWholeGpuMilli, 0.0, kMaxComponentScore);
+  return kMaxComponentScore / (1.0 + std::exp(delta_milli / (kWholeGpuMilli / 2.0)));
 }
 
 FreeView Fragmentation::Before(const PlacementContext& ctx) {

@@ -33,6 +33,7 @@ struct PresetSpec {
   std::string name;
   std::string description;
   std::vector<ComponentSpec> components;
+  std::string normalization = "minmax";  // how node scores become priorities: minmax | none
 };
 
 }  // namespace gputopo::policies

@@ -128,7 +128,13 @@ Result<std::shared_ptr<const Preset>> BuildPreset(const PresetSpec& spec,
     components.push_back({*made, c.weight});
   }
   if (total <= 0.0) return InvalidArgument("preset " + spec.name + " has no positive weight");
-  return std::make_shared<const Preset>(spec.name, spec.description, std::move(components));
+  std::optional<ScoreNormalization> normalization = ParseScoreNormalization(spec.normalization);
+  if (!normalization) {
+    return InvalidArgument("preset " + spec.name + ": normalization '" + spec.normalization +
+                           "' is not minmax or none");
+  }
+  return std::make_shared<const Preset>(spec.name, spec.description, std::move(components),
+                                        *normalization);
 }
 
 void PresetCatalog::Add(std::shared_ptr<const Preset> preset) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gputopo/status.h"
+#include "policies/engine/normalize.h"
 #include "policies/engine/score_component.h"
 #include "policies/registry/component_args.h"
 
@@ -47,22 +48,27 @@ struct WeightedComponent {
 // A named weighting of components: how one kind of cluster wants nodes ranked.
 class Preset {
  public:
-  Preset(std::string name, std::string description, std::vector<WeightedComponent> components)
+  Preset(std::string name, std::string description, std::vector<WeightedComponent> components,
+         ScoreNormalization normalization = ScoreNormalization::kMinMax)
       : name_(std::move(name)),
         description_(std::move(description)),
-        components_(std::move(components)) {}
+        components_(std::move(components)),
+        normalization_(normalization) {}
   const std::string& name() const { return name_; }
   const std::string& description() const { return description_; }
   const std::vector<WeightedComponent>& components() const { return components_; }
+  // How prioritize turns this preset's weighted scores into 0..10 priorities.
+  ScoreNormalization normalization() const { return normalization_; }
 
  private:
   std::string name_;
   std::string description_;
   std::vector<WeightedComponent> components_;
+  ScoreNormalization normalization_;
 };
 
 // Error when a component is unknown, its arguments are bad, a weight is negative or not finite,
-// a component appears twice, or all weights are zero.
+// a component appears twice, all weights are zero, or the normalization is unknown.
 Result<std::shared_ptr<const Preset>> BuildPreset(const PresetSpec& spec,
                                                   const ComponentRegistry& registry);
 

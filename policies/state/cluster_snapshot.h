@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "policies/state/name_index.h"
 #include "policies/state/node_state.h"
 
 namespace gputopo::policies {
@@ -25,24 +26,23 @@ using NodeIndex = std::unordered_map<std::string, size_t, StringHash, std::equal
 class ClusterSnapshot {
  public:
   ClusterSnapshot(uint64_t generation, std::vector<std::shared_ptr<const NodeState>> nodes,
-                  std::shared_ptr<const NodeIndex> index)
+                  std::shared_ptr<const FlatNameIndex> index)
       : generation_(generation), nodes_(std::move(nodes)), index_(std::move(index)) {}
 
   static constexpr size_t kNotFound = static_cast<size_t>(-1);
 
   // Position of the node in nodes(), or kNotFound.
   size_t FindIndex(std::string_view name) const {
-    auto it = index_->find(name);
-    return it == index_->end() ? kNotFound : it->second;
+    return index_->Find(name, [this](size_t i) -> const std::string& { return nodes_[i]->name(); });
   }
   // nullptr when the node is unknown.
   const NodeState* Find(std::string_view name) const {
-    auto it = index_->find(name);
-    return it == index_->end() ? nullptr : nodes_[it->second].get();
+    const size_t i = FindIndex(name);
+    return i == kNotFound ? nullptr : nodes_[i].get();
   }
   std::shared_ptr<const NodeState> FindShared(std::string_view name) const {
-    auto it = index_->find(name);
-    return it == index_->end() ? nullptr : nodes_[it->second];
+    const size_t i = FindIndex(name);
+    return i == kNotFound ? nullptr : nodes_[i];
   }
   // Nodes in the order they were added.
   const std::vector<std::shared_ptr<const NodeState>>& nodes() const { return nodes_; }
@@ -53,7 +53,7 @@ class ClusterSnapshot {
  private:
   uint64_t generation_;
   std::vector<std::shared_ptr<const NodeState>> nodes_;
-  std::shared_ptr<const NodeIndex> index_;  // name -> position in nodes_
+  std::shared_ptr<const FlatNameIndex> index_;  // name -> position in nodes_
 };
 
 }  // namespace gputopo::policies

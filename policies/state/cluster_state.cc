@@ -20,9 +20,9 @@ std::vector<std::string> SplitAssignedGpus(std::string_view value) {
   return out;
 }
 
-ClusterState::ClusterState(const topology::TopologyResolver& resolver)
-    : resolver_(resolver), index_(std::make_shared<const NodeIndex>()) {
+ClusterState::ClusterState(const topology::TopologyResolver& resolver) : resolver_(resolver) {
   std::lock_guard<std::mutex> lock(mutex_);
+  SetIndexLocked(std::make_shared<const NodeIndex>());
   PublishLocked();
 }
 
@@ -57,7 +57,7 @@ void ClusterState::Reset(const std::vector<NodeInfo>& nodes, const std::vector<P
     index->emplace(name, node_states_.size());
     node_states_.push_back(nullptr);
   }
-  index_ = std::move(index);
+  SetIndexLocked(std::move(index));
   for (const auto& [name, entry] : nodes_) RebuildNodeLocked(name);
   PublishLocked();
 }
@@ -69,7 +69,7 @@ void ClusterState::UpsertNode(const NodeInfo& node) {
     auto index = std::make_shared<NodeIndex>(*index_);
     index->emplace(node.name, node_states_.size());
     node_states_.push_back(nullptr);
-    index_ = std::move(index);
+    SetIndexLocked(std::move(index));
   }
   RebuildNodeLocked(node.name);
   PublishLocked();
@@ -89,7 +89,7 @@ void ClusterState::RemoveNode(std::string_view name) {
     states.push_back(state);
   }
   node_states_ = std::move(states);
-  index_ = std::move(index);
+  SetIndexLocked(std::move(index));
   PublishLocked();
 }
 
@@ -192,8 +192,15 @@ void ClusterState::RebuildNodeLocked(const std::string& name) {
       NodeState::Build(name, node_it->second.topology, placements, next_version_++));
 }
 
+void ClusterState::SetIndexLocked(std::shared_ptr<const NodeIndex> index) {
+  index_ = std::move(index);
+  std::vector<std::string_view> names(index_->size());
+  for (const auto& [name, position] : *index_) names[position] = name;
+  flat_index_ = std::make_shared<const FlatNameIndex>(names);
+}
+
 void ClusterState::PublishLocked() {
-  auto snapshot = std::make_shared<const ClusterSnapshot>(++generation_, node_states_, index_);
+  auto snapshot = std::make_shared<const ClusterSnapshot>(++generation_, node_states_, flat_index_);
   std::lock_guard<std::mutex> lock(snapshot_mutex_);
   snapshot_ = std::move(snapshot);
 }

@@ -95,6 +95,8 @@ class ClusterState {
   void DetachPodLocked(PodEntry& entry);
   void RebuildNodeLocked(const std::string& name);
   void PublishLocked();
+  // Replaces the name index and rebuilds the snapshots' flat copy of it.
+  void SetIndexLocked(std::shared_ptr<const NodeIndex> index);
 
   const topology::TopologyResolver& resolver_;
 
@@ -104,8 +106,9 @@ class ClusterState {
   std::map<std::string, std::set<std::string>, std::less<>> pods_by_node_;  // GUARDED_BY(mutex_)
   std::vector<std::shared_ptr<const NodeState>> node_states_;               // GUARDED_BY(mutex_)
   std::shared_ptr<const NodeIndex> index_;                                  // GUARDED_BY(mutex_)
-  uint64_t next_version_ = 1;                                               // GUARDED_BY(mutex_)
-  uint64_t generation_ = 0;                                                 // GUARDED_BY(mutex_)
+  std::shared_ptr<const FlatNameIndex> flat_index_;  // GUARDED_BY(mutex_), rebuilt with index_
+  uint64_t next_version_ = 1;                        // GUARDED_BY(mutex_)
+  uint64_t generation_ = 0;                          // GUARDED_BY(mutex_)
 
   mutable std::mutex snapshot_mutex_;
   std::shared_ptr<const ClusterSnapshot> snapshot_;  // GUARDED_BY(snapshot_mutex_)

@@ -1,7 +1,10 @@
 #include "policies/state/node_state.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <functional>
+#include <thread>
 
 #include "policies/requirements/pod_requirements.h"
 
@@ -59,17 +62,49 @@ int NodeState::gpu_free_milli(int index) const {
   return g.milli_used >= kWholeGpuMilli ? 0 : kWholeGpuMilli - g.milli_used;
 }
 
-GpuMask NodeState::GroupGpus(std::string_view group) const {
-  GpuMask mask = 0;
-  for (int i = 0; i < gpu_count(); ++i) {
-    for (const Occupant& o : gpus_[static_cast<size_t>(i)].occupants) {
-      if (o.group == group) {
-        mask |= topology::Bit(i);
-        break;
-      }
-    }
+namespace {
+
+// Holds a Memo's spin lock for a scope. The critical sections are a handful of loads and one
+// shared_ptr copy, so spinning (with a yield for the unlucky) beats a mutex here.
+class SpinGuard {
+ public:
+  explicit SpinGuard(std::atomic_flag& flag) : flag_(flag) {
+    while (flag_.test_and_set(std::memory_order_acquire)) std::this_thread::yield();
   }
-  return mask;
+  ~SpinGuard() { flag_.clear(std::memory_order_release); }
+  SpinGuard(const SpinGuard&) = delete;
+  SpinGuard& operator=(const SpinGuard&) = delete;
+
+ private:
+  std::atomic_flag& flag_;
+};
+
+}  // namespace
+
+std::shared_ptr<const void> NodeState::FindMemo(uint64_t key1, uint64_t key2) const {
+  SpinGuard guard(memo_->busy);
+  for (const Memo::Entry& e : memo_->entries) {
+    if (e.value != nullptr && e.key1 == key1 && e.key2 == key2) return e.value;
+  }
+  return nullptr;
+}
+
+void NodeState::StoreMemo(uint64_t key1, uint64_t key2, std::shared_ptr<const void> value) const {
+  SpinGuard guard(memo_->busy);
+  memo_->entries[memo_->next] = {key1, key2, std::move(value)};
+  memo_->next = (memo_->next + 1) % kMemoEntries;
+}
+
+GpuMask NodeState::GroupGpus(std::string_view group) const {
+  return GroupGpus(group, std::hash<std::string_view>{}(group));
+}
+
+GpuMask NodeState::GroupGpus(std::string_view group, size_t group_hash) const {
+  if ((group_filter_ & (uint64_t{1} << (group_hash % 64))) == 0) return 0;
+  for (const GroupGpuMask& g : groups_) {
+    if (g.hash == group_hash && g.group == group) return g.gpus;
+  }
+  return 0;
 }
 
 NodeState NodeState::Build(std::string name, Result<topology::ResolvedTopology> resolved,
@@ -122,6 +157,18 @@ NodeState NodeState::Build(std::string name, Result<topology::ResolvedTopology> 
     }
   }
   node.used_slots_ = node.unplaced_slots_;
+  for (size_t i = 0; i < node.gpus_.size(); ++i) {
+    for (const Occupant& o : node.gpus_[i].occupants) {
+      auto it = std::find_if(node.groups_.begin(), node.groups_.end(),
+                             [&](const GroupGpuMask& g) { return g.group == o.group; });
+      if (it == node.groups_.end()) {
+        node.groups_.push_back({std::hash<std::string_view>{}(o.group), o.group, 0});
+        it = node.groups_.end() - 1;
+      }
+      it->gpus |= topology::Bit(static_cast<int>(i));
+    }
+  }
+  for (const GroupGpuMask& g : node.groups_) node.group_filter_ |= uint64_t{1} << (g.hash % 64);
   std::string& sig = node.signature_;
   sig.reserve(32 + node.gpus_.size() * 8);
   const auto shape_address = reinterpret_cast<std::uintptr_t>(node.topology_.shape.get());

@@ -13,7 +13,10 @@
 #ifndef GPUTOPO_POLICIES_STATE_NODE_STATE_H_
 #define GPUTOPO_POLICIES_STATE_NODE_STATE_H_
 
+#include <array>
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -91,12 +94,22 @@ class NodeState {
   int gpu_free_milli(int index) const;
   // GPUs holding no pod at all.
   GpuMask empty_gpus() const { return empty_gpus_; }
-  // GPUs that hold at least one pod of `group`.
+  // GPUs that hold at least one pod of `group`. `group_hash` is std::hash of the group, for
+  // callers that ask many nodes about one group.
   GpuMask GroupGpus(std::string_view group) const;
+  GpuMask GroupGpus(std::string_view group, size_t group_hash) const;
 
   // Bytes that identify everything placement depends on apart from the pod's group: the shape,
   // replicas, slot totals and each GPU's use. Equal signatures evaluate equally.
   const std::string& signature() const { return signature_; }
+
+  // A small memo of answers computed from this exact state (the evaluation cache keeps pod
+  // evaluations here): (key1, key2) -> value. It dies with the state, so it can never be stale.
+  // It keeps the last kMemoEntries answers stored, replacing the oldest. Thread-safe (a spin lock
+  // held for a few loads); the only mutable part of a NodeState, and invisible to its value.
+  static constexpr size_t kMemoEntries = 8;
+  std::shared_ptr<const void> FindMemo(uint64_t key1, uint64_t key2) const;
+  void StoreMemo(uint64_t key1, uint64_t key2, std::shared_ptr<const void> value) const;
 
   // The label gputopo writes for GPU `index` in gputopo.io/assigned-gpus: its UUID, or the index.
   std::string GpuLabel(int index) const;
@@ -113,6 +126,24 @@ class NodeState {
   int unplaced_slots_ = 0;
   int used_slots_ = 0;
   GpuMask empty_gpus_ = 0;
+  struct GroupGpuMask {
+    size_t hash = 0;
+    std::string group;
+    GpuMask gpus = 0;
+  };
+  std::vector<GroupGpuMask> groups_;  // one per group with a pod on this node
+  uint64_t group_filter_ = 0;         // bit (hash % 64) set for each group in groups_
+  struct Memo {
+    struct Entry {
+      uint64_t key1 = 0;
+      uint64_t key2 = 0;
+      std::shared_ptr<const void> value;
+    };
+    std::atomic_flag busy = ATOMIC_FLAG_INIT;  // spin lock over the fields below
+    std::array<Entry, kMemoEntries> entries;
+    size_t next = 0;  // the entry the next store replaces
+  };
+  std::unique_ptr<Memo> memo_ = std::make_unique<Memo>();
   std::string signature_;
 };
 

@@ -94,9 +94,9 @@ Result<std::unique_ptr<App>> App::Create(const AppOptions& options, const Clock&
   app->cluster_->SetPodListener(
       [state = app->state_.get()](const PodInfo& pod) { state->UpsertPod(pod); });
 
-  app->context_ = std::make_unique<service::SchedulingContext>(
-      service::SchedulingContext{*app->state_, app->presets_, options.default_preset,
-                                 app->recent_pods_, app->decisions_, app->clock_});
+  app->context_ = std::make_unique<service::SchedulingContext>(service::SchedulingContext{
+      *app->state_, app->presets_, options.default_preset, app->recent_pods_, app->decisions_,
+      app->clock_, &app->evaluation_cache_});
   app->service_ = std::make_unique<service::ExtenderService>(*app->context_);
   app->binder_ = std::make_unique<service::Binder>(*app->context_, *app->cluster_);
   snapshot::InMemoryCluster* source = app->cluster_.get();

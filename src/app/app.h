@@ -11,6 +11,7 @@
 
 #include "gputopo/clock.h"
 #include "gputopo/status.h"
+#include "policies/engine/evaluation_cache.h"
 #include "policies/registry/component_registry.h"
 #include "policies/state/cluster_state.h"
 #include "src/http/extender_server.h"
@@ -51,6 +52,7 @@ class App {
   void Stop() { server_->Stop(); }
 
   snapshot::InMemoryCluster& cluster() { return *cluster_; }
+  const service::ExtenderService& extender_service() const { return *service_; }
   policies::ClusterState& state() { return *state_; }
   const policies::PresetCatalog& presets() const { return presets_; }
 
@@ -65,7 +67,8 @@ class App {
   std::unique_ptr<policies::ClusterState> state_;
   std::unique_ptr<snapshot::InMemoryCluster> cluster_;
   service::RecentPods recent_pods_{4096};
-  service::DecisionLog decisions_{1024, 512};
+  service::DecisionLog decisions_{256, 256};
+  policies::EvaluationCache evaluation_cache_;
   std::unique_ptr<service::SchedulingContext> context_;
   std::unique_ptr<service::ExtenderService> service_;
   std::unique_ptr<service::Binder> binder_;

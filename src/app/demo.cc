@@ -125,7 +125,7 @@ Result<std::vector<DemoPlacement>> ReplayPods(const std::string& host, int port,
       const json& b = history["bind"];
       p.gpus = b.value("gpus", std::vector<std::string>{});
       p.placement = b.value("placement", "");
-      p.score = b.value("score", 0);
+      p.score = b.value("weightedScore", 0.0);
       for (const json& c : b.value("components", json::array())) {
         p.why += (p.why.empty() ? "" : " | ") + c.value("name", "") + " " +
                  Fixed1(c.value("score", 0.0));
@@ -140,8 +140,8 @@ Result<std::vector<DemoPlacement>> ReplayPods(const std::string& host, int port,
     out << p.pod << "\n    wants: "
         << (requirements.empty() ? "(its annotations could not be read)" : requirements) << "\n";
     if (!p.node.empty()) {
-      out << "    -> " << p.node << "  " << p.placement << "  score " << p.score << "  [" << p.why
-          << "]\n";
+      out << "    -> " << p.node << "  " << p.placement << "  score " << Fixed1(p.score) << "  ["
+          << p.why << "]\n";
     } else {
       out << "    -> stays Pending: " << p.why << "\n";
     }

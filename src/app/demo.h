@@ -23,8 +23,8 @@ struct DemoPlacement {
   std::string node;   // empty when it stayed pending
   std::vector<std::string> gpus;
   std::string placement;
-  int score = 0;
-  std::string why;  // component scores, or why it stayed pending
+  double score = 0;  // the weighted score of the chosen GPUs, 0..10
+  std::string why;   // component scores, or why it stayed pending
 };
 
 // Replays `pods` (raw Pod JSON) against the server at host:port with candidate nodes

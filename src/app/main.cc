@@ -7,6 +7,7 @@
 //   gputopo topology profiles                          list the shipped machine profiles
 //
 // main is the only place that reads flags, installs signal handling and configures logging.
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -150,7 +151,16 @@ std::string ReadFileOrEmpty(const std::string& path) {
   return text.str();
 }
 
+// glibc's default mmap threshold turns the request path's few large buffers (node lists,
+// replies: hundreds of KiB at thousands of nodes) into an mmap, page faults and a munmap per
+// request. Keep them on the heap instead.
+void TuneAllocator() {
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 128 << 20);
+}
+
 int Main(int argc, char** argv) {
+  TuneAllocator();
   CLI::App cli{"gputopo: places GPU pods by the real hardware topology (kube-scheduler extender)"};
   cli.require_subcommand(1);
   std::string log_level = "info";

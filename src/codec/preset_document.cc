@@ -21,6 +21,10 @@ Result<policies::PresetSpec> ParsePresetDocument(std::string_view text) {
   if (auto d = doc.find("description"); d != doc.end() && d->is_string()) {
     spec.description = d->get<std::string>();
   }
+  if (auto n = doc.find("normalization"); n != doc.end()) {
+    if (!n->is_string()) return Bad("normalization must be a string");
+    spec.normalization = n->get<std::string>();
+  }
   auto components = doc.find("components");
   if (components == doc.end() || !components->is_array()) return Bad("components must be an array");
   for (size_t i = 0; i < components->size(); ++i) {

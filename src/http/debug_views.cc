@@ -76,7 +76,7 @@ ordered_json ComponentsJson(const std::vector<policies::ComponentResult>& compon
 
 ordered_json EvaluationJson(const service::CycleRecord& record,
                             const service::CycleRecord::NodeRef& ref) {
-  const policies::NodeEvaluation& e = record.evaluations[ref.evaluation];
+  const policies::NodeEvaluation& e = record.EvaluationOf(ref);
   ordered_json j;
   j["node"] = record.NodeName(ref);
   j["verdict"] = policies::VerdictName(e.verdict);
@@ -85,7 +85,9 @@ ordered_json EvaluationJson(const service::CycleRecord& record,
     j["detail"] = e.detail;
     return j;
   }
-  j["score"] = e.score;
+  if (!record.priorities.empty()) {
+    j["priority"] = record.priorities[static_cast<size_t>(&ref - record.nodes.data())];
+  }
   j["weightedScore"] = Round2(e.weighted_score);
   if ((ref.node & service::CycleRecord::kUnknownNode) == 0) {
     const policies::NodeState& node = *record.snapshot->nodes()[ref.node];
@@ -93,8 +95,11 @@ ordered_json EvaluationJson(const service::CycleRecord& record,
     for (int g : topology::ToIndices(e.gpus)) gpus.push_back(node.GpuLabel(g));
     j["gpus"] = gpus;
     j["placement"] = service::DescribePlacement(node, e.gpus);
+    if (record.pod && record.preset_used) {
+      j["components"] = ComponentsJson(
+          policies::ExplainPlacement(*record.pod, node, *record.preset_used, e.gpus));
+    }
   }
-  j["components"] = ComponentsJson(e.components);
   if (e.heuristic) j["search"] = "heuristic (" + std::to_string(e.candidates) + " candidate sets)";
   return j;
 }
@@ -108,27 +113,21 @@ ordered_json CycleJson(const service::CycleRecord& record, size_t max_nodes) {
     return j;
   }
   j["preset"] = record.preset;
+  if (!record.priorities.empty()) j["normalization"] = record.normalization;
   j["candidates"] = record.nodes.size();
   j["passed"] = record.passed;
   j["failed"] = record.failed;
   j["unresolvable"] = record.unresolvable;
-  std::map<std::string, size_t> reasons;
   std::vector<const service::CycleRecord::NodeRef*> failed;
   std::vector<const service::CycleRecord::NodeRef*> passed;
   for (const auto& ref : record.nodes) {
-    const policies::NodeEvaluation& e = record.evaluations[ref.evaluation];
-    if (e.fits()) {
-      passed.push_back(&ref);
-    } else {
-      ++reasons[e.reason];
-      failed.push_back(&ref);
-    }
+    (record.EvaluationOf(ref).fits() ? passed : failed).push_back(&ref);
   }
-  if (!reasons.empty()) j["failureReasons"] = reasons;
+  if (!record.failure_reasons.empty()) j["failureReasons"] = record.failure_reasons;
   // Best scores first; ties by node name, as a reader expects.
   std::stable_sort(passed.begin(), passed.end(), [&](const auto* a, const auto* b) {
-    const auto& ea = record.evaluations[a->evaluation];
-    const auto& eb = record.evaluations[b->evaluation];
+    const auto& ea = record.EvaluationOf(*a);
+    const auto& eb = record.EvaluationOf(*b);
     if (ea.weighted_score != eb.weighted_score) return ea.weighted_score > eb.weighted_score;
     return record.NodeName(*a) < record.NodeName(*b);
   });
@@ -142,7 +141,8 @@ ordered_json CycleJson(const service::CycleRecord& record, size_t max_nodes) {
     nodes.push_back(EvaluationJson(record, *ref));
   }
   j["nodes"] = nodes;
-  if (record.nodes.size() > nodes.size()) j["nodesOmitted"] = record.nodes.size() - nodes.size();
+  const size_t candidates = record.passed + record.failed + record.unresolvable;
+  if (candidates > nodes.size()) j["nodesOmitted"] = candidates - nodes.size();
   return j;
 }
 
@@ -157,7 +157,7 @@ ordered_json BindJson(const service::BindRecord& record) {
   }
   j["gpus"] = record.gpus;
   j["placement"] = record.placement;
-  j["score"] = record.score;
+  j["weightedScore"] = Round2(record.weighted_score);
   j["components"] = ComponentsJson(record.components);
   return j;
 }

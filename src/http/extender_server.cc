@@ -3,6 +3,8 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
+
 #include "src/http/debug_views.h"
 #include "src/http/parser_pool.h"
 
@@ -16,6 +18,14 @@ constexpr size_t kPooledParserBytes = 8u << 20;
 long long MicrosSince(const Clock& clock, std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::microseconds>(clock.MonotonicNow() - start)
       .count();
+}
+
+// The standard Server-Timing header: the time the handler took, in milliseconds, so that a
+// client can tell server time from network time.
+void SetServerTiming(httplib::Response& res, long long micros) {
+  char value[48];
+  std::snprintf(value, sizeof(value), "gputopo;dur=%.3f", static_cast<double>(micros) / 1000.0);
+  res.set_header("Server-Timing", value);
 }
 
 }  // namespace
@@ -53,15 +63,19 @@ void ExtenderServer::Impl::HandleFilter(const httplib::Request& req, httplib::Re
   const service::FilterReply reply = deps.service.Filter(**args);
   const service::CycleRecord& r = *reply.record;
   if (!reply.error.empty()) {
+    deps.service.Commit(reply.record);
     spdlog::info("filter pod={} error=\"{}\" took={}us", r.pod_key, reply.error,
                  MicrosSince(clock, start));
     res.set_content(extender::WriteFilterError(reply.error), kJson);
     return;
   }
   res.set_content(extender::WriteFilterResult(**args, reply.outcomes), kJson);
+  deps.service.Commit(reply.record);
+  const long long took = MicrosSince(clock, start);
+  SetServerTiming(res, took);
   spdlog::info("filter pod={} mode={} candidates={} passed={} failed={} unresolvable={} took={}us",
-               r.pod_key, (*args)->nodes_mode ? "nodes" : "names", r.nodes.size(), r.passed,
-               r.failed, r.unresolvable, MicrosSince(clock, start));
+               r.pod_key, (*args)->nodes_mode ? "nodes" : "names", (*args)->node_names.size(),
+               r.passed, r.failed, r.unresolvable, took);
 }
 
 void ExtenderServer::Impl::HandlePrioritize(const httplib::Request& req, httplib::Response& res) {
@@ -79,6 +93,7 @@ void ExtenderServer::Impl::HandlePrioritize(const httplib::Request& req, httplib
   const service::PrioritizeReply reply = deps.service.Prioritize(**args);
   const service::CycleRecord& r = *reply.record;
   if (!reply.error.empty()) {
+    deps.service.Commit(reply.record);
     spdlog::info("prioritize pod={} error=\"{}\" took={}us", r.pod_key, reply.error,
                  MicrosSince(clock, start));
     res.status = 400;
@@ -94,8 +109,11 @@ void ExtenderServer::Impl::HandlePrioritize(const httplib::Request& req, httplib
     }
   }
   res.set_content(extender::WritePriorityList(reply.scores), kJson);
+  deps.service.Commit(reply.record);
+  const long long took = MicrosSince(clock, start);
+  SetServerTiming(res, took);
   spdlog::info("prioritize pod={} candidates={} best={} score={} took={}us", r.pod_key,
-               reply.scores.size(), best, best_score, MicrosSince(clock, start));
+               reply.scores.size(), best, best_score, took);
 }
 
 void ExtenderServer::Impl::HandleBind(const httplib::Request& req, httplib::Response& res) {
@@ -117,8 +135,10 @@ void ExtenderServer::Impl::HandleBind(const httplib::Request& req, httplib::Resp
     res.set_content(extender::WriteBindingResult("gputopo: " + status.message()), kJson);
     return;
   }
-  spdlog::info("bind pod={} node={} ok took={}us", pod, args->node, MicrosSince(clock, start));
   res.set_content(extender::WriteBindingResult(""), kJson);
+  const long long took = MicrosSince(clock, start);
+  SetServerTiming(res, took);
+  spdlog::info("bind pod={} node={} ok took={}us", pod, args->node, took);
 }
 
 void ExtenderServer::Impl::Routes() {
@@ -127,6 +147,9 @@ void ExtenderServer::Impl::Routes() {
   };
   server.set_payload_max_length(options.max_body_bytes);
   server.set_keep_alive_max_count(10000);
+  // Replies are small and answered at once: without TCP_NODELAY, Nagle's algorithm and the
+  // client's delayed ACK add ~40 ms to each one.
+  server.set_tcp_nodelay(true);
   server.set_read_timeout(30, 0);
   // kube-scheduler never compresses; refusing compressed bodies closes the door on
   // decompression bombs that the body limit would not see.

@@ -63,8 +63,8 @@ Status Binder::BindOnce(const extender::BindingArgs& args, BindRecord& record) c
     if (reserved.ok()) {
       for (int gpu : reservation.gpus) record.gpus.push_back(node->GpuLabel(gpu));
       record.placement = DescribePlacement(*node, e.gpus);
-      record.score = e.score;
-      record.components = e.components;
+      record.weighted_score = e.weighted_score;
+      record.components = policies::ExplainPlacement(*requirements, *node, **preset, e.gpus);
     }
   }
   if (!reserved.ok()) return reserved;

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -39,6 +40,9 @@ struct CycleRecord {
   std::string pod_uid;
   std::string requirements;  // one line for people
   std::string preset;
+  // What the evaluations were made with, so that /debug can explain them later.
+  std::optional<policies::PodRequirements> pod;
+  std::shared_ptr<const policies::Preset> preset_used;
   std::string error;  // set when the whole request failed
 
   // One entry per candidate node, in request order: where it is in `snapshot` (or, with
@@ -50,13 +54,23 @@ struct CycleRecord {
   std::shared_ptr<const policies::ClusterSnapshot> snapshot;
   std::vector<NodeRef> nodes;
   std::vector<std::string> unknown_nodes;
-  std::deque<policies::NodeEvaluation> evaluations;  // the last one, for unknown nodes
+  // Indexed by NodeRef::evaluation; shared with other cycles through the evaluation cache.
+  std::vector<std::shared_ptr<const policies::NodeEvaluation>> evaluations;
+  // Prioritize only: the 0..10 priority each node got (parallel to nodes), after the preset's
+  // normalization across the candidates.
+  std::vector<int> priorities;
+  std::string normalization;
 
   size_t passed = 0;
   size_t failed = 0;
   size_t unresolvable = 0;
+  // Failures by reason over all candidates (nodes may list only some of them).
+  std::map<std::string, size_t> failure_reasons;
 
   const std::string& NodeName(const NodeRef& ref) const;
+  const policies::NodeEvaluation& EvaluationOf(const NodeRef& ref) const {
+    return *evaluations[ref.evaluation];
+  }
 };
 
 struct BindRecord {
@@ -67,7 +81,7 @@ struct BindRecord {
   std::string node;
   std::vector<std::string> gpus;  // as written to gputopo.io/assigned-gpus
   std::string placement;          // islands and NUMA nodes, for people
-  int score = 0;
+  double weighted_score = 0.0;    // the node's weighted score for the chosen GPUs
   std::vector<policies::ComponentResult> components;
   std::string error;  // empty on success
 };

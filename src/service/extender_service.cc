@@ -1,5 +1,9 @@
 #include "src/service/extender_service.h"
 
+#include <algorithm>
+
+#include "policies/engine/normalize.h"
+
 namespace gputopo::service {
 namespace {
 
@@ -8,8 +12,8 @@ constexpr std::string_view kUnknownNodeReason =
 
 }  // namespace
 
-std::shared_ptr<const CycleRecord> ExtenderService::RunCycle(
-    Verb verb, const extender::ExtenderArgs& args) const {
+std::shared_ptr<CycleRecord> ExtenderService::RunCycle(Verb verb,
+                                                       const extender::ExtenderArgs& args) const {
   const auto start = context_.clock.MonotonicNow();
   auto record = std::make_shared<CycleRecord>();
   record->verb = verb;
@@ -18,6 +22,7 @@ std::shared_ptr<const CycleRecord> ExtenderService::RunCycle(
   record->pod_uid = args.pod.uid;
   context_.recent_pods.Remember(args.pod);
 
+  policies::ScoreNormalization normalization = policies::ScoreNormalization::kNone;
   Result<policies::PodRequirements> requirements = policies::RequirementsOf(args.pod);
   if (!requirements.ok()) {
     record->error = "gputopo: " + requirements.status().message();
@@ -28,10 +33,15 @@ std::shared_ptr<const CycleRecord> ExtenderService::RunCycle(
       record->error = "gputopo: " + preset.status().message();
     } else {
       record->preset = (*preset)->name();
+      record->pod = *requirements;
+      record->preset_used = *preset;
+      normalization = (*preset)->normalization();
+      record->normalization = std::string(policies::ScoreNormalizationName(normalization));
       record->snapshot = context_.state.Snapshot();
       const policies::ClusterSnapshot& snapshot = *record->snapshot;
-      policies::PodEvaluator evaluator(*requirements, **preset);
+      policies::PodEvaluator evaluator(*requirements, **preset, context_.evaluation_cache);
       record->nodes.reserve(args.node_names.size());
+      evaluator.Reserve(args.node_names.size());
       std::optional<uint32_t> unknown_evaluation;
       for (std::string_view name : args.node_names) {
         const size_t index = snapshot.FindIndex(name);
@@ -61,7 +71,8 @@ std::shared_ptr<const CycleRecord> ExtenderService::RunCycle(
         unknown.verdict = policies::Verdict::kUnschedulable;
         unknown.reason = std::string(kUnknownNodeReason);
         unknown.detail = "no Node object with this name in gputopo's cache";
-        record->evaluations.push_back(std::move(unknown));
+        record->evaluations.push_back(
+            std::make_shared<const policies::NodeEvaluation>(std::move(unknown)));
         unknown_evaluation = static_cast<uint32_t>(record->evaluations.size() - 1);
         for (CycleRecord::NodeRef& ref : record->nodes) {
           if ((ref.node & CycleRecord::kUnknownNode) != 0) ref.evaluation = *unknown_evaluation;
@@ -69,10 +80,63 @@ std::shared_ptr<const CycleRecord> ExtenderService::RunCycle(
       }
     }
   }
+  if (verb == Verb::kPrioritize && record->error.empty()) {
+    std::vector<std::optional<double>> weighted;
+    weighted.reserve(record->nodes.size());
+    for (const CycleRecord::NodeRef& ref : record->nodes) {
+      const policies::NodeEvaluation& e = record->EvaluationOf(ref);
+      weighted.push_back(e.fits() ? std::optional<double>(e.weighted_score) : std::nullopt);
+    }
+    record->priorities = policies::NormalizeScores(weighted, normalization);
+  }
   record->duration =
       std::chrono::duration_cast<std::chrono::microseconds>(context_.clock.MonotonicNow() - start);
-  context_.decisions.Add(std::shared_ptr<const CycleRecord>(record));
   return record;
+}
+
+void ExtenderService::Commit(std::shared_ptr<CycleRecord> record) const {
+  if (record->nodes.size() > 2 * kRecordedNodes) {
+    std::vector<size_t> failed;
+    std::vector<size_t> passed;
+    for (size_t i = 0; i < record->nodes.size(); ++i) {
+      const policies::NodeEvaluation& e = record->EvaluationOf(record->nodes[i]);
+      if (e.fits()) {
+        passed.push_back(i);
+      } else {
+        ++record->failure_reasons[e.reason];
+        if (failed.size() < kRecordedNodes) failed.push_back(i);
+      }
+    }
+    const size_t keep = std::min(kRecordedNodes, passed.size());
+    std::partial_sort(passed.begin(), passed.begin() + static_cast<long>(keep), passed.end(),
+                      [&](size_t a, size_t b) {
+                        return record->EvaluationOf(record->nodes[a]).weighted_score >
+                               record->EvaluationOf(record->nodes[b]).weighted_score;
+                      });
+    passed.resize(keep);
+    std::vector<size_t> kept = failed;
+    kept.insert(kept.end(), passed.begin(), passed.end());
+    std::sort(kept.begin(), kept.end());
+    std::vector<CycleRecord::NodeRef> nodes;
+    std::vector<std::shared_ptr<const policies::NodeEvaluation>> evaluations;
+    std::vector<int> priorities;
+    for (size_t i : kept) {
+      CycleRecord::NodeRef ref = record->nodes[i];
+      evaluations.push_back(record->evaluations[ref.evaluation]);
+      ref.evaluation = static_cast<uint32_t>(evaluations.size() - 1);
+      nodes.push_back(ref);
+      if (!record->priorities.empty()) priorities.push_back(record->priorities[i]);
+    }
+    record->nodes = std::move(nodes);
+    record->evaluations = std::move(evaluations);
+    record->priorities = std::move(priorities);
+  } else {
+    for (const CycleRecord::NodeRef& ref : record->nodes) {
+      const policies::NodeEvaluation& e = record->EvaluationOf(ref);
+      if (!e.fits()) ++record->failure_reasons[e.reason];
+    }
+  }
+  context_.decisions.Add(std::shared_ptr<const CycleRecord>(std::move(record)));
 }
 
 FilterReply ExtenderService::Filter(const extender::ExtenderArgs& args) const {
@@ -85,7 +149,7 @@ FilterReply ExtenderService::Filter(const extender::ExtenderArgs& args) const {
   }
   reply.outcomes.reserve(record.nodes.size());
   for (const CycleRecord::NodeRef& ref : record.nodes) {
-    const policies::NodeEvaluation& e = record.evaluations[ref.evaluation];
+    const policies::NodeEvaluation& e = record.EvaluationOf(ref);
     reply.outcomes.push_back({e.fits(), e.verdict == policies::Verdict::kUnresolvable, e.reason});
   }
   return reply;
@@ -101,8 +165,7 @@ PrioritizeReply ExtenderService::Prioritize(const extender::ExtenderArgs& args) 
   }
   reply.scores.reserve(record.nodes.size());
   for (size_t i = 0; i < record.nodes.size(); ++i) {
-    const policies::NodeEvaluation& e = record.evaluations[record.nodes[i].evaluation];
-    reply.scores.emplace_back(args.node_names[i], e.fits() ? e.score : 0);
+    reply.scores.emplace_back(args.node_names[i], record.priorities[i]);
   }
   return reply;
 }

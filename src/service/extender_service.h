@@ -22,13 +22,13 @@ namespace gputopo::service {
 struct FilterReply {
   std::string error;  // the whole request failed (bad pod annotations, unknown preset)
   std::vector<extender::FilterOutcome> outcomes;  // parallel to the request's node names
-  std::shared_ptr<const CycleRecord> record;      // owns the strings outcomes point to
+  std::shared_ptr<CycleRecord> record;            // owns the strings outcomes point to
 };
 
 struct PrioritizeReply {
   std::string error;
   std::vector<std::pair<std::string_view, int>> scores;  // parallel to the request's node names
-  std::shared_ptr<const CycleRecord> record;
+  std::shared_ptr<CycleRecord> record;
 };
 
 class ExtenderService {
@@ -38,9 +38,17 @@ class ExtenderService {
   FilterReply Filter(const extender::ExtenderArgs& args) const;
   PrioritizeReply Prioritize(const extender::ExtenderArgs& args) const;
 
+  // Hands a cycle's record to the DecisionLog, once its reply has been written: trimmed to the
+  // nodes /debug shows (the failures, by reason, and the best scores; counts cover all nodes),
+  // so that a log of many cycles over thousands of nodes stays small.
+  void Commit(std::shared_ptr<CycleRecord> record) const;
+
+  // Nodes of each kind (failed, passed) a committed record keeps in detail.
+  static constexpr size_t kRecordedNodes = 200;
+
  private:
-  // Evaluates the pod on every candidate and records the cycle.
-  std::shared_ptr<const CycleRecord> RunCycle(Verb verb, const extender::ExtenderArgs& args) const;
+  // Evaluates the pod on every candidate.
+  std::shared_ptr<CycleRecord> RunCycle(Verb verb, const extender::ExtenderArgs& args) const;
 
   const SchedulingContext& context_;
 };

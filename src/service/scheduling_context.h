@@ -11,6 +11,7 @@
 #include "gputopo/clock.h"
 #include "gputopo/status.h"
 #include "policies/engine/evaluation.h"
+#include "policies/engine/evaluation_cache.h"
 #include "policies/registry/component_registry.h"
 #include "policies/requirements/pod_requirements.h"
 #include "policies/state/cluster_state.h"
@@ -26,6 +27,7 @@ struct SchedulingContext {
   RecentPods& recent_pods;
   DecisionLog& decisions;
   const Clock& clock;
+  policies::EvaluationCache* evaluation_cache = nullptr;  // optional
 
   // The pod's gputopo.io/policy preset, else the default. NotFound names the known presets.
   Result<std::shared_ptr<const policies::Preset>> PresetFor(

@@ -5,9 +5,9 @@
 #include "policies/locality/locality.h"
 #include "policies/replica_spread/replica_spread.h"
 #include "policies/slot_balance/slot_balance.h"
-#include "topology/combinations.h"
 #include "test/support/builders.h"
 #include "test/support/test_cluster.h"
+#include "topology/combinations.h"
 
 namespace gputopo::policies {
 namespace {
@@ -69,13 +69,15 @@ TEST(LocalityScoreTest, Table) {
 }
 
 TEST(FragmentationScoreTest, Table) {
-  // score = clamp(5 - 5 * delta / 1000, 0, 10): each GPU's worth newly stranded costs 5.
+  // score = 10 / (1 + exp(delta / 500)): 5 for no change, smoothly towards 10 as stranded
+  // capacity is freed and towards 0 as it grows, never saturating (so nodes never tie by it).
   EXPECT_DOUBLE_EQ(FragmentationScore(0), 5.0);
-  EXPECT_DOUBLE_EQ(FragmentationScore(-1000), 10.0);
-  EXPECT_DOUBLE_EQ(FragmentationScore(1000), 0.0);
-  EXPECT_DOUBLE_EQ(FragmentationScore(500), 2.5);
-  EXPECT_DOUBLE_EQ(FragmentationScore(-2000), 10.0);  // clamped
-  EXPECT_DOUBLE_EQ(FragmentationScore(3000), 0.0);    // clamped
+  EXPECT_NEAR(FragmentationScore(-1000), 8.8080, 1e-4);           // 10 / (1 + e^-2)
+  EXPECT_NEAR(FragmentationScore(1000), 1.1920, 1e-4);            // 10 / (1 + e^2)
+  EXPECT_NEAR(FragmentationScore(500), 2.6894, 1e-4);             // 10 / (1 + e)
+  EXPECT_NEAR(FragmentationScore(-2000), 9.8201, 1e-4);           // 10 / (1 + e^-4)
+  EXPECT_GT(FragmentationScore(2999), FragmentationScore(3000));  // strictly decreasing
+  EXPECT_GT(FragmentationScore(3000), 0.0);
 }
 
 FreeView View(std::vector<int> free_milli, std::vector<int> free_slots, int node_free_slots,
@@ -155,10 +157,22 @@ TEST(FragmentationComponentTest, IncrementalScoreMatchesFullRecomputation) {
   cluster.Add(MakeNode().Name("n").Profile("pairs").Replicas(4).Allocatable(32).Obj());
   cluster.Add(MakePod().Name("a").Gpus(1).Group("a").OnNode("n").Assigned("0").Obj());
   cluster.Add(MakePod().Name("b").Gpus(2).Group("b").OnNode("n").Assigned("0,3").Obj());
-  cluster.Add(MakePod().Name("c").Gpus(1).Group("c").OnNode("n").Assigned("5")
-                  .Annotation("gputopo.io/gpu-milli", "700").Obj());
-  cluster.Add(MakePod().Name("d").Gpus(1).Group("d").OnNode("n").Assigned("6")
-                  .Annotation("gputopo.io/exclusive", "true").Obj());
+  cluster.Add(MakePod()
+                  .Name("c")
+                  .Gpus(1)
+                  .Group("c")
+                  .OnNode("n")
+                  .Assigned("5")
+                  .Annotation("gputopo.io/gpu-milli", "700")
+                  .Obj());
+  cluster.Add(MakePod()
+                  .Name("d")
+                  .Gpus(1)
+                  .Group("d")
+                  .OnNode("n")
+                  .Assigned("6")
+                  .Annotation("gputopo.io/exclusive", "true")
+                  .Obj());
   const auto workload = Fragmentation::DefaultWorkload();
   const Fragmentation frag(workload);
   for (const char* milli : {"250", "500", "1000"}) {
@@ -170,8 +184,9 @@ TEST(FragmentationComponentTest, IncrementalScoreMatchesFullRecomputation) {
       const FreeView before = Fragmentation::Before(ctx);
       int checked = 0;
       topology::ForEachCombination(topology::FirstN(8) & ~Bit(6), gpus, [&](GpuMask set) {
-        const double full = ExpectedFragmentMilli(Fragmentation::After(ctx, before, set), workload) -
-                            ExpectedFragmentMilli(before, workload);
+        const double full =
+            ExpectedFragmentMilli(Fragmentation::After(ctx, before, set), workload) -
+            ExpectedFragmentMilli(before, workload);
         EXPECT_NEAR(prepared->Score(set), FragmentationScore(full), 1e-9)
             << "milli " << milli << " set " << set;
         ++checked;

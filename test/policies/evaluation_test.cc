@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "policies/engine/evaluation_cache.h"
 #include "test/support/builders.h"
 #include "test/support/machines.h"
 #include "test/support/test_cluster.h"
@@ -55,12 +56,12 @@ TEST(EvaluationTest, ReplicasLandOnDistinctGpusWhileDistinctGpusRemain) {
   // spread component says so.
   NodeEvaluation ninth = cluster.Evaluate(Replica("web", 8), "dgx");
   ASSERT_TRUE(ninth.fits());
-  EXPECT_EQ(ninth.components[0].name, "replica-spread");
-  EXPECT_LT(ninth.components[0].score, 1.0);
+  EXPECT_EQ(cluster.preset().components()[0].component->Name(), "replica-spread");
+  EXPECT_LT(ninth.component_scores[0], 1.0);
   // Another workload's pod is not held back by web's replicas.
   NodeEvaluation other = cluster.Evaluate(Replica("api", 0), "dgx");
   ASSERT_TRUE(other.fits());
-  EXPECT_EQ(other.components[0].score, 10.0);
+  EXPECT_EQ(other.component_scores[0], 10.0);
 }
 
 TEST(EvaluationTest, RequiredSpreadFiltersGpusHoldingTheGroup) {
@@ -90,8 +91,8 @@ TEST(EvaluationTest, FourGpuPodOnDgx1GetsAFullyNvLinkedQuad) {
   ASSERT_TRUE(e.fits());
   EXPECT_TRUE(AllPairsNvLink(node->shape(), e.gpus)) << ToIndices(e.gpus).size();
   EXPECT_EQ(e.gpus, topology::FirstN(4));  // ties with {4..7}: lowest indices
-  EXPECT_EQ(e.components[1].name, "locality");
-  EXPECT_DOUBLE_EQ(e.components[1].score, 10.0);
+  EXPECT_EQ(cluster.preset().components()[1].component->Name(), "locality");
+  EXPECT_DOUBLE_EQ(e.component_scores[1], 10.0);
 
   // With GPU 2 taken, the only fully NVLinked quad left is {4,5,6,7}.
   cluster.Add(MakePod().Name("busy").Gpus(1).OnNode("dgx").Assigned("2").Obj());
@@ -162,8 +163,13 @@ TEST(EvaluationTest, RequiredIslandWithoutEnoughFreeGpusIsUnschedulable) {
   // Preferred locality still places it, with a capped locality score.
   e = cluster.Evaluate(MakePod().Name("p").Gpus(2).Obj(), "pairs");
   ASSERT_TRUE(e.fits());
-  EXPECT_LE(e.components[1].score, 4.0);
-  EXPECT_NE(e.components[1].detail.find("NOT inside one NVLink island"), std::string::npos);
+  EXPECT_LE(e.component_scores[1], 4.0);
+  const auto explained = ExplainPlacement(*RequirementsOf(MakePod().Name("p").Gpus(2).Obj()),
+                                          *cluster.Node("pairs"), cluster.preset(), e.gpus);
+  ASSERT_EQ(explained.size(), cluster.preset().components().size());
+  EXPECT_EQ(explained[1].name, "locality");
+  EXPECT_DOUBLE_EQ(explained[1].score, e.component_scores[1]);
+  EXPECT_NE(explained[1].detail.find("NOT inside one NVLink island"), std::string::npos);
 }
 
 TEST(EvaluationTest, PreferredLocalityRanksNvLinkNodesAbovePcieNodes) {
@@ -175,7 +181,7 @@ TEST(EvaluationTest, PreferredLocalityRanksNvLinkNodesAbovePcieNodes) {
   NodeEvaluation hgx = cluster.Evaluate(pod, "hgx");
   ASSERT_TRUE(pcie.fits() && hgx.fits());
   EXPECT_GT(hgx.weighted_score, pcie.weighted_score);
-  EXPECT_GT(hgx.components[1].score, pcie.components[1].score);
+  EXPECT_GT(hgx.component_scores[1], pcie.component_scores[1]);
 }
 
 TEST(EvaluationTest, ExclusivePodsNeitherShareNorGetShared) {
@@ -264,7 +270,7 @@ TEST(EvaluationTest, CorruptOrUnknownTopology) {
   // Unknown links: schedulable, with the locality component's unknown score.
   e = cluster.Evaluate(MakePod().Name("p").Gpus(2).Obj(), "plain");
   ASSERT_TRUE(e.fits());
-  EXPECT_EQ(e.components[1].score, 5.0);
+  EXPECT_EQ(e.component_scores[1], 5.0);
 }
 
 TEST(EvaluationTest, DeterministicWithLowestIndexTieBreak) {
@@ -307,7 +313,7 @@ TEST(EvaluationTest, LargeMachinesUseTheHeuristicSearchAndStayInAnIsland) {
   ASSERT_TRUE(e.fits());
   EXPECT_TRUE(e.heuristic);  // C(32, 8) = 10,518,300 sets is above the exact limit
   EXPECT_TRUE(cluster.Node("big")->shape().InOneIsland(e.gpus));
-  EXPECT_DOUBLE_EQ(e.components[1].score, 10.0);
+  EXPECT_DOUBLE_EQ(e.component_scores[1], 10.0);
 }
 
 TEST(PodEvaluatorTest, IdenticalNodesAreSearchedOnce) {
@@ -331,8 +337,9 @@ TEST(PodEvaluatorTest, IdenticalNodesAreSearchedOnce) {
   std::vector<uint32_t> results;
   for (const auto& node : snapshot->nodes()) results.push_back(evaluator.Evaluate(*node));
   // 49 empty nodes share one search; n7 (a replica of the group on GPU 0) gets its own.
-  EXPECT_EQ(evaluator.evaluations().size(), 2u);
   EXPECT_EQ(evaluator.memo_hits(), 48u);
+  EXPECT_EQ(evaluator.evaluation_count(), 50u);
+  EXPECT_EQ(&evaluator.evaluation(results[3]), &evaluator.evaluation(results[0]));  // shared
   const size_t n7 = snapshot->FindIndex("n7");
   EXPECT_NE(results[n7], results[0]);
   EXPECT_FALSE(topology::Has(evaluator.evaluation(results[n7]).gpus, 0));
@@ -362,6 +369,63 @@ TEST(EvaluationTest, ExclusivePodsDoNotTrustGpusThatPodsOnUnknownGpusMayHold) {
   const PodInfo six = MakePod().Name("z").Gpus(6).Annotation("gputopo.io/exclusive", "true").Obj();
   EXPECT_TRUE(cluster.Evaluate(six, "n").fits());
   EXPECT_TRUE(cluster.Evaluate(MakePod().Name("y").Gpus(7).Obj(), "n").fits());
+}
+
+}  // namespace
+}  // namespace gputopo::policies
+
+namespace gputopo::policies {
+namespace {
+
+TEST(EvaluationCacheTest, ReusesEvaluationsAcrossCyclesUntilTheNodeChanges) {
+  TestCluster cluster;
+  for (int i = 0; i < 20; ++i) {
+    cluster.Add(
+        MakeNode().Name("n" + std::to_string(i)).Profile("dgx1").Replicas(2).Allocatable(16).Obj());
+  }
+  EvaluationCache cache;
+  const PodRequirements req = *RequirementsOf(MakePod().Name("p").Gpus(2).Obj());
+  auto run = [&](EvaluationCache* c) {
+    PodEvaluator evaluator(req, cluster.preset(), c);
+    std::vector<GpuMask> gpus;
+    for (const auto& node : cluster.state().Snapshot()->nodes()) {
+      gpus.push_back(evaluator.evaluation(evaluator.Evaluate(*node)).gpus);
+    }
+    return std::make_pair(gpus, evaluator.cache_hits());
+  };
+  auto [first, first_hits] = run(&cache);
+  EXPECT_EQ(first_hits, 0u);
+  auto [second, second_hits] = run(&cache);
+  EXPECT_EQ(second_hits, 20u);  // nothing changed: every node answered from the cache
+  EXPECT_EQ(first, second);
+  // A pod lands on n3: its new version misses, the other 19 still hit, and the answer for n3
+  // is the fresh one (the same as without a cache).
+  cluster.Add(MakePod().Name("busy").Gpus(2).OnNode("n3").Assigned("0,1").Obj());
+  auto [third, third_hits] = run(&cache);
+  EXPECT_EQ(third_hits, 19u);
+  EXPECT_EQ(third, run(nullptr).first);
+  // Another shape (4 GPUs) is a different key.
+  const PodRequirements four = *RequirementsOf(MakePod().Name("q").Gpus(4).Obj());
+  PodEvaluator other(four, cluster.preset(), &cache);
+  other.Evaluate(*cluster.Node("n0"));
+  EXPECT_EQ(other.cache_hits(), 0u);
+}
+
+TEST(EvaluationCacheTest, KeepsAFewShapesPerNodeState) {
+  TestCluster cluster;
+  cluster.Add(MakeNode().Name("n").Profile("dgx1").Replicas(2).Allocatable(16).Obj());
+  EvaluationCache cache;
+  const uint64_t shape = cache.ShapeId("shape");
+  EXPECT_EQ(cache.ShapeId("shape"), shape);
+  EXPECT_NE(cache.ShapeId("other"), shape);
+  auto node = cluster.Node("n");
+  auto e = std::make_shared<const NodeEvaluation>();
+  for (uint64_t s = 0; s < 100; ++s) cache.Insert(*node, 0, s, e);
+  int found = 0;
+  for (uint64_t s = 0; s < 100; ++s) found += cache.Find(*node, 0, s) != nullptr ? 1 : 0;
+  EXPECT_EQ(found, static_cast<int>(NodeState::kMemoEntries));  // bounded per node
+  EXPECT_NE(cache.Find(*node, 0, 99), nullptr);                 // the newest survive
+  EXPECT_EQ(cache.Find(*node, 1, 99), nullptr);                 // group GPUs are part of the key
 }
 
 }  // namespace

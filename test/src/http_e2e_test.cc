@@ -76,7 +76,8 @@ TEST_F(ServerTest, PrioritizeThenBindChoosesTheBestNodeAndRecordsTheGpus) {
   EXPECT_EQ(why["bind"]["gpus"].size(), 4u);
   EXPECT_NE(why["bind"]["placement"].get<std::string>().find("NVLink island 0"), std::string::npos);
   EXPECT_EQ(why["prioritize"]["nodes"][0]["node"], "h100");
-  EXPECT_EQ(why["prioritize"]["nodes"][0]["components"].size(), 4u);
+  EXPECT_EQ(why["prioritize"]["nodes"][0]["components"].size(), 3u);  // the default preset's
+  EXPECT_EQ(why["prioritize"]["nodes"][0]["priority"], 10);
   // The node view shows the occupants.
   const json node = Get("/debug/nodes/h100");
   int occupied = 0;

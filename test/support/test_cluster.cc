@@ -11,7 +11,7 @@ std::shared_ptr<const policies::Preset> DefaultPreset() {
   spec.name = "default";
   spec.components = {
       {"replica-spread", 4, {{{"islandPenalty", 0.25}}, {}}},
-      {"locality", 3, {{{"unmetCap", 4}, {"unknownScore", 5}, {"numaWeight", 0.2}}, {}}},
+      {"locality", 5, {{{"unmetCap", 4}, {"unknownScore", 5}, {"numaWeight", 0.2}}, {}}},
       {"fragmentation", 2, {}},
       {"slot-balance", 1, {}}};
   auto preset = policies::BuildPreset(spec, policies::BuiltinComponents());

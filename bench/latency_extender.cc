@@ -1,0 +1,393 @@
+// Latency of filter, prioritize and bind, server-side (the Server-Timing header the handler
+// sets) and end-to-end over loopback HTTP (client clock), p50 and p99, at several cluster sizes
+// of 8-GPU nodes with 10 pods per node; in NodeNames mode (nodeCacheCapable: true) and full
+// Nodes mode (Node objects as large as the captured ones). Also resident memory.
+//
+//   latency_extender --nodes 100,1000,5000 --requests 300 --out bench/results
+//   latency_extender --rss 5000            (one fresh process per measurement, see --help)
+#include <httplib.h>
+#include <malloc.h>
+#include <spawn.h>
+#include <spdlog/spdlog.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "src/app/app.h"
+#include "src/app/system_clock.h"
+
+extern char** environ;
+
+namespace gputopo::bench {
+namespace {
+
+using nlohmann::json;
+
+long RssKib() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+// A Node like the ones kube-scheduler sends (the captured object, renamed and labelled).
+json MakeNode(const json& templ, int i) {
+  json node = templ;
+  const std::string name = "gpu-node-" + std::to_string(i);
+  node["apiVersion"] = "v1";
+  node["kind"] = "Node";
+  node["metadata"]["name"] = name;
+  node["metadata"]["uid"] = "node-uid-" + std::to_string(i);
+  node["metadata"]["labels"]["kubernetes.io/hostname"] = name;
+  node["metadata"]["labels"]["gputopo.io/topology-profile"] = i % 2 == 0 ? "hgx-h100" : "dgx1-v100";
+  node["metadata"]["labels"]["nvidia.com/gpu.replicas"] = "4";
+  node["metadata"]["labels"]["nvidia.com/gpu.count"] = "8";
+  node["status"]["allocatable"]["nvidia.com/gpu"] = "32";
+  node["status"]["capacity"]["nvidia.com/gpu"] = "32";
+  return node;
+}
+
+json MakePod(const std::string& ns, const std::string& name, int gpus,
+             const std::string& deployment, const std::string& node, const std::string& assigned) {
+  json pod = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata",
+       {{"name", name},
+        {"namespace", ns},
+        {"uid", "uid-" + name},
+        {"resourceVersion", "1"},
+        {"labels", {{"app", deployment}, {"pod-template-hash", "5d8f7c9b6d"}}},
+        {"ownerReferences",
+         {{{"apiVersion", "apps/v1"},
+           {"kind", "ReplicaSet"},
+           {"name", deployment + "-5d8f7c9b6d"},
+           {"uid", "rs-" + deployment},
+           {"controller", true}}}}}},
+      {"spec",
+       {{"containers",
+         {{{"name", "main"},
+           {"image", "nvcr.io/nvidia/pytorch:24.10-py3"},
+           {"resources",
+            {{"limits",
+              {{"cpu", "4"}, {"memory", "16Gi"}, {"nvidia.com/gpu", std::to_string(gpus)}}},
+             {"requests",
+              {{"cpu", "4"}, {"memory", "16Gi"}, {"nvidia.com/gpu", std::to_string(gpus)}}}}}}}},
+        {"schedulerName", "gputopo-scheduler"}}},
+      {"status", {{"phase", node.empty() ? "Pending" : "Running"}}}};
+  if (!node.empty()) {
+    pod["spec"]["nodeName"] = node;
+    pod["metadata"]["annotations"] = {{"gputopo.io/assigned-gpus", assigned}};
+  }
+  return pod;
+}
+
+struct Cluster {
+  std::string list;                  // the snapshot
+  std::vector<std::string> names;    // node names
+  std::vector<std::string> objects;  // node objects (JSON)
+  std::vector<json> pending;         // pods to schedule
+};
+
+Cluster MakeCluster(int nodes, int pods_per_node, int pending, const json& templ, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Cluster c;
+  json items = json::array();
+  for (int i = 0; i < nodes; ++i) {
+    json node = MakeNode(templ, i);
+    c.names.push_back(node["metadata"]["name"]);
+    c.objects.push_back(node.dump());
+    items.push_back(std::move(node));
+  }
+  // 10 pods per node: replicas of ~nodes/2 Deployments, on GPUs with room (4 slots each).
+  for (int i = 0; i < nodes; ++i) {
+    std::vector<int> used(8, 0);
+    for (int p = 0; p < pods_per_node; ++p) {
+      int gpu = static_cast<int>(rng() % 8);
+      while (used[static_cast<size_t>(gpu)] >= 4) gpu = (gpu + 1) % 8;
+      ++used[static_cast<size_t>(gpu)];
+      const std::string deployment = "svc" + std::to_string(rng() % std::max(1, nodes / 2));
+      items.push_back(MakePod("prod", "p-" + std::to_string(i) + "-" + std::to_string(p), 1,
+                              deployment, c.names[static_cast<size_t>(i)], std::to_string(gpu)));
+    }
+  }
+  for (int p = 0; p < pending; ++p) {
+    const int gpus = p % 10 == 0 ? 4 : p % 5 == 0 ? 2 : 1;
+    json pod =
+        MakePod("bench", "new-" + std::to_string(p), gpus, "svc" + std::to_string(p % 7), "", "");
+    c.pending.push_back(pod);
+    items.push_back(pod);
+  }
+  c.list = json({{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}}).dump();
+  return c;
+}
+
+struct Stats {
+  std::vector<double> e2e_ms, server_ms;
+  static double Percentile(std::vector<double> v, double p) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+  }
+};
+
+double ServerTiming(const httplib::Result& res) {
+  const std::string header = res->get_header_value("Server-Timing");
+  const size_t pos = header.find("dur=");
+  return pos == std::string::npos ? 0.0 : std::stod(header.substr(pos + 4));
+}
+
+template <typename Body>
+Stats Measure(httplib::Client& client, const std::string& path, int requests, Body body_of) {
+  Stats stats;
+  for (int i = 0; i < requests; ++i) {
+    const std::string body = body_of(i);
+    const auto t0 = std::chrono::steady_clock::now();
+    httplib::Result res = client.Post(path, body, "application/json");
+    const auto t1 = std::chrono::steady_clock::now();
+    if (!res || res->status != 200) {
+      std::cerr << path << " failed\n";
+      continue;
+    }
+    stats.e2e_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    stats.server_ms.push_back(ServerTiming(res));
+  }
+  return stats;
+}
+
+std::string ArgsBody(const json& pod, const Cluster& c, bool nodes_mode, std::mt19937_64& rng) {
+  std::vector<size_t> order(c.names.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::shuffle(order.begin(), order.end(), rng);  // kube-scheduler sends them in no fixed order
+  std::string body = "{\"Pod\":" + pod.dump();
+  if (nodes_mode) {
+    body += ",\"Nodes\":{\"metadata\":{},\"items\":[";
+    for (size_t i = 0; i < order.size(); ++i) body += (i ? "," : "") + c.objects[order[i]];
+    body += "]},\"NodeNames\":null}";
+  } else {
+    body += ",\"Nodes\":null,\"NodeNames\":[";
+    for (size_t i = 0; i < order.size(); ++i) body += (i ? ",\"" : "\"") + c.names[order[i]] + "\"";
+    body += "]}";
+  }
+  return body;
+}
+
+// Runs in a fresh process (see SpawnRss): loads the cluster in `path` and prints the resident
+// memory, in KiB, of what it measures: "server" the whole gputopo process serving that snapshot
+// (the in-memory cluster keeps every object's JSON for /debug/snapshot), "cache" the scheduling
+// cache (ClusterState) alone, which is what a live deployment holds.
+int RssMode(const std::string& mode, const std::string& path) {
+  app::SystemClock clock;
+  app::AppOptions options;
+  options.snapshot_json = ReadText(path);
+  auto app = app::App::Create(options, clock);
+  if (!app.ok()) return 2;
+  options.snapshot_json.clear();
+  options.snapshot_json.shrink_to_fit();
+  if (mode == "server") {
+    malloc_trim(0);
+    std::printf("%ld\n", RssKib());
+    return 0;
+  }
+  std::vector<NodeInfo> nodes = (*app)->cluster().Nodes();
+  std::vector<PodInfo> pods = (*app)->cluster().Pods();
+  app->reset();
+  topology::ShapeInterner interner;
+  topology::ProfileCatalog profiles(interner);
+  (void)app::LoadProfiles("", profiles);
+  topology::TopologyResolver resolver(profiles, interner);
+  malloc_trim(0);
+  const long before = RssKib();
+  auto state = std::make_unique<policies::ClusterState>(resolver);
+  state->Reset(nodes, pods);
+  nodes = {};
+  pods = {};
+  malloc_trim(0);
+  // The decoded input vectors are gone: what remains above `before` is the cache.
+  std::printf("%ld\n", std::max(0L, RssKib() - before));  // `state` is still alive here
+  return 0;
+}
+
+long SpawnRss(const std::string& self, const std::string& mode, const std::string& cluster_file) {
+  const std::string out = "/tmp/gputopo-rss-" + std::to_string(getpid()) + ".txt";
+  const std::string cmd =
+      self + " --rss-mode " + mode + " --rss-cluster " + cluster_file + " > " + out;
+  if (std::system(cmd.c_str()) != 0) return -1;
+  const long kib = std::stol(ReadText(out));
+  std::filesystem::remove(out);
+  return kib;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App cli{"gputopo extender latency and memory"};
+  std::string node_list = "100,1000,5000";
+  int pods_per_node = 10;
+  int requests = 300;
+  std::string templ_path = "../shared/k8s/cache_false/013-filter.trainer-b.request.json";
+  std::string out = "bench/results";
+  std::string rss_mode;
+  cli.add_option("--nodes", node_list, "cluster sizes (8-GPU nodes)")->capture_default_str();
+  cli.add_option("--pods-per-node", pods_per_node)->capture_default_str();
+  cli.add_option("--requests", requests, "filter and prioritize requests per case")
+      ->capture_default_str();
+  cli.add_option("--node-template", templ_path,
+                 "a captured request whose Nodes.items[0] is the template")
+      ->capture_default_str();
+  cli.add_option("--out", out)->capture_default_str();
+  std::string rss_cluster;
+  cli.add_option("--rss-mode", rss_mode, "internal: measure one RSS case (cache | server)");
+  cli.add_option("--rss-cluster", rss_cluster, "internal: the cluster file for --rss-mode");
+  CLI11_PARSE(cli, argc, argv);
+  spdlog::set_level(spdlog::level::warn);
+  // As gputopo's main does (src/app/main.cc), so that the server in this process behaves alike.
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 128 << 20);
+
+  const json templ = json::parse(ReadText(templ_path))["Nodes"]["items"][0];
+  if (!rss_mode.empty()) return RssMode(rss_mode, rss_cluster);
+
+  std::filesystem::create_directories(out);
+  std::ofstream csv(out + "/latency.csv");
+  csv << "nodes,mode,verb,e2e_p50_ms,e2e_p99_ms,server_p50_ms,server_p99_ms,body_bytes\n";
+  std::ostringstream md;
+  md << "| nodes | mode | verb | end-to-end p50 | p99 | server p50 | p99 | request body |\n"
+     << "|---|---|---|---|---|---|---|---|\n";
+  int largest = 0;
+  for (std::stringstream ss(node_list); ss.good();) {
+    std::string item;
+    std::getline(ss, item, ',');
+    const int nodes = std::stoi(item);
+    largest = std::max(largest, nodes);
+    // Enough pending pods for every steady-state cycle of both modes.
+    Cluster c = MakeCluster(nodes, pods_per_node, requests + std::max(20, requests / 10), templ, 7);
+    app::SystemClock clock;
+    app::AppOptions options;
+    options.server.port = 0;
+    options.server.threads = 4;
+    options.snapshot_json = c.list;
+    auto app = app::App::Create(options, clock);
+    if (!app.ok() || !(*app)->Start().ok()) {
+      std::cerr << "cannot start: " << app.status().ToString() << "\n";
+      return 2;
+    }
+    httplib::Client client("127.0.0.1", (*app)->port());
+    client.set_read_timeout(60, 0);
+    client.set_keep_alive(true);
+    client.set_tcp_nodelay(true);
+    std::mt19937_64 rng(3);
+    Stats binds_stats;
+    auto row = [&](const std::string& mode, const std::string& verb, const Stats& s, size_t bytes) {
+      char line[256];
+      std::snprintf(line, sizeof(line),
+                    "| %d | %s | %s | %.3f ms | %.3f ms | %.3f ms | %.3f ms | %.1f KiB |\n", nodes,
+                    mode.c_str(), verb.c_str(), Stats::Percentile(s.e2e_ms, 0.5),
+                    Stats::Percentile(s.e2e_ms, 0.99), Stats::Percentile(s.server_ms, 0.5),
+                    Stats::Percentile(s.server_ms, 0.99), static_cast<double>(bytes) / 1024.0);
+      md << line;
+      csv << nodes << "," << mode << "," << verb << "," << Stats::Percentile(s.e2e_ms, 0.5) << ","
+          << Stats::Percentile(s.e2e_ms, 0.99) << "," << Stats::Percentile(s.server_ms, 0.5) << ","
+          << Stats::Percentile(s.server_ms, 0.99) << "," << bytes << "\n";
+      std::fprintf(stderr, "%s", line);
+    };
+    for (bool nodes_mode : {false, true}) {
+      const std::string mode = nodes_mode ? "Nodes" : "NodeNames";
+      const int n = nodes_mode ? std::max(20, requests / 10) : requests;
+      // Cold: every request a pod shape gputopo has not seen (a new gpu-milli), so every node
+      // is evaluated from scratch - the worst case, e.g. the first pod after a restart.
+      std::vector<std::string> cold;
+      for (int b = 0; b < std::min(n, 40); ++b) {
+        json pod = c.pending[static_cast<size_t>(b) % c.pending.size()];
+        pod["metadata"]["annotations"] = {
+            {"gputopo.io/gpu-milli", std::to_string(1 + b + (nodes_mode ? 500 : 0))}};
+        cold.push_back(ArgsBody(pod, c, nodes_mode, rng));
+      }
+      Stats cold_filter =
+          Measure(client, "/filter", static_cast<int>(cold.size()),
+                  [&](int i) -> const std::string& { return cold[static_cast<size_t>(i)]; });
+      row(mode, "filter, cold", cold_filter, cold[0].size());
+      // Steady: what kube-scheduler does all day - filter, prioritize and bind one pending pod
+      // after another (one node changes per cycle; replicas of one workload share a shape).
+      Stats filter, prioritize;
+      size_t body_bytes = 0;
+      for (int i = 0; i < n && !c.pending.empty(); ++i) {
+        const json pod = c.pending.back();
+        c.pending.pop_back();
+        const std::string body = ArgsBody(pod, c, nodes_mode, rng);
+        body_bytes = body.size();
+        Stats f = Measure(client, "/filter", 1, [&](int) -> const std::string& { return body; });
+        const auto t0 = std::chrono::steady_clock::now();
+        httplib::Result scores = client.Post("/prioritize", body, "application/json");
+        const auto t1 = std::chrono::steady_clock::now();
+        if (!scores || scores->status != 200) continue;
+        filter.e2e_ms.insert(filter.e2e_ms.end(), f.e2e_ms.begin(), f.e2e_ms.end());
+        filter.server_ms.insert(filter.server_ms.end(), f.server_ms.begin(), f.server_ms.end());
+        prioritize.e2e_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+        prioritize.server_ms.push_back(ServerTiming(scores));
+        std::string best;
+        int best_score = -1;
+        for (const json& hp : json::parse(scores->body)) {
+          if (hp["Score"].get<int>() > best_score) {
+            best_score = hp["Score"];
+            best = hp["Host"];
+          }
+        }
+        const std::string bind = json({{"PodName", pod["metadata"]["name"]},
+                                       {"PodNamespace", "bench"},
+                                       {"PodUID", pod["metadata"]["uid"]},
+                                       {"Node", best}})
+                                     .dump();
+        const auto b0 = std::chrono::steady_clock::now();
+        httplib::Result bound = client.Post("/bind", bind, "application/json");
+        const auto b1 = std::chrono::steady_clock::now();
+        if (bound && json::parse(bound->body)["Error"] == "") {
+          binds_stats.e2e_ms.push_back(std::chrono::duration<double, std::milli>(b1 - b0).count());
+          binds_stats.server_ms.push_back(ServerTiming(bound));
+        }
+      }
+      row(mode, "filter, steady", filter, body_bytes);
+      row(mode, "prioritize, steady", prioritize, body_bytes);
+    }
+    row("-", "bind (" + std::to_string(binds_stats.e2e_ms.size()) + " pods)", binds_stats, 0);
+    (*app)->Stop();
+  }
+  const std::string cluster_file = "/tmp/gputopo-rss-cluster-" + std::to_string(getpid()) + ".json";
+  std::ofstream(cluster_file) << MakeCluster(largest, pods_per_node, 0, templ, 1).list;
+  const long cache = SpawnRss(argv[0], "cache", cluster_file);
+  const long server = SpawnRss(argv[0], "server", cluster_file);
+  std::filesystem::remove(cluster_file);
+  char rss[512];
+  std::snprintf(rss, sizeof(rss),
+                "\nResident memory at %d nodes and %d pods: the scheduling cache (ClusterState) "
+                "%.1f MiB; the whole `gputopo serve --snapshot` process, which also keeps every "
+                "object's JSON for /debug/snapshot, %.1f MiB.\n",
+                largest, largest * pods_per_node, static_cast<double>(cache) / 1024.0,
+                static_cast<double>(server) / 1024.0);
+  md << rss;
+  std::ofstream(out + "/latency.md") << md.str();
+  std::cout << md.str();
+  return 0;
+}
+
+}  // namespace
+}  // namespace gputopo::bench
+
+int main(int argc, char** argv) { return gputopo::bench::Main(argc, argv); }

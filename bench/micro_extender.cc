@@ -1,0 +1,158 @@
+// Microbenchmarks of the request path, without HTTP: parsing an ExtenderArgs body (simdjson, as
+// the server does, against nlohmann for reference), and the filter service on a parsed request
+// over N nodes, with the evaluation cache warm (the next replica of a Deployment) and cold (a
+// pod shape never seen, every node evaluated).
+#include <benchmark/benchmark.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "gputopo/well_known.h"
+#include "src/app/app.h"
+#include "src/app/system_clock.h"
+#include "src/extender/extender_codec.h"
+
+namespace gputopo::bench {
+namespace {
+
+using nlohmann::json;
+
+// A cluster of `nodes` 8-GPU nodes (4 replicas each) with 10 pods each, and an args body for a
+// pending pod with `milli` share (distinct milli values are distinct pod shapes).
+struct Fixture {
+  std::unique_ptr<app::App> app;
+  std::string body_names;
+  std::string body_nodes;
+  app::SystemClock clock;
+
+  explicit Fixture(int nodes) {
+    std::mt19937_64 rng(1);
+    json items = json::array();
+    std::vector<std::string> names;
+    for (int i = 0; i < nodes; ++i) {
+      const std::string name = "gpu-node-" + std::to_string(i);
+      names.push_back(name);
+      items.push_back({{"apiVersion", "v1"},
+                       {"kind", "Node"},
+                       {"metadata",
+                        {{"name", name},
+                         {"labels",
+                          {{"gputopo.io/topology-profile", i % 2 ? "dgx1-v100" : "hgx-h100"},
+                           {"nvidia.com/gpu.replicas", "4"}}}}},
+                       {"status", {{"allocatable", {{"nvidia.com/gpu", "32"}}}}}});
+      for (int p = 0; p < 10; ++p) {
+        items.push_back(
+            {{"apiVersion", "v1"},
+             {"kind", "Pod"},
+             {"metadata",
+              {{"name", "p" + std::to_string(i) + "-" + std::to_string(p)},
+               {"namespace", "prod"},
+               {"uid", "u" + std::to_string(i) + "-" + std::to_string(p)},
+               {"annotations",
+                {{"gputopo.io/assigned-gpus", std::to_string(rng() % 8)},
+                 {"gputopo.io/group", "svc" + std::to_string(rng() % (nodes / 2 + 1))}}}}},
+             {"spec",
+              {{"nodeName", name},
+               {"containers",
+                {{{"name", "m"}, {"resources", {{"requests", {{"nvidia.com/gpu", "1"}}}}}}}}}},
+             {"status", {{"phase", "Running"}}}});
+      }
+    }
+    app::AppOptions options;
+    options.snapshot_json = json({{"kind", "List"}, {"items", items}}).dump();
+    app = std::move(app::App::Create(options, clock).value());
+    std::shuffle(names.begin(), names.end(), rng);
+    json nodes_list = json::array();
+    for (const json& item : items) {
+      if (item["kind"] == "Node") nodes_list.push_back(item);
+    }
+    body_names = json({{"Pod", Pod(500)}, {"Nodes", nullptr}, {"NodeNames", names}}).dump();
+    body_nodes = json({{"Pod", Pod(500)},
+                       {"Nodes", {{"metadata", json::object()}, {"items", nodes_list}}},
+                       {"NodeNames", nullptr}})
+                     .dump();
+  }
+
+  static json Pod(int milli) {
+    return {{"metadata",
+             {{"name", "new"},
+              {"namespace", "bench"},
+              {"uid", "new-uid"},
+              {"annotations", {{"gputopo.io/gpu-milli", std::to_string(milli)}}}}},
+            {"spec",
+             {{"containers",
+               {{{"name", "m"}, {"resources", {{"requests", {{"nvidia.com/gpu", "1"}}}}}}}}}}};
+  }
+};
+
+Fixture& FixtureFor(int nodes) {
+  static std::map<int, std::unique_ptr<Fixture>> fixtures;  // benchmark-local, built once
+  auto& f = fixtures[nodes];
+  if (!f) f = std::make_unique<Fixture>(nodes);
+  return *f;
+}
+
+void BM_ParseNodeNames_Simdjson(benchmark::State& state) {
+  Fixture& f = FixtureFor(static_cast<int>(state.range(0)));
+  extender::ExtenderRequestParser parser(256u << 20);
+  for (auto _ : state) benchmark::DoNotOptimize(parser.ParseArgs(f.body_names));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * f.body_names.size()));
+}
+
+void BM_ParseNodeNames_Nlohmann(benchmark::State& state) {
+  Fixture& f = FixtureFor(static_cast<int>(state.range(0)));
+  for (auto _ : state) benchmark::DoNotOptimize(json::parse(f.body_names));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * f.body_names.size()));
+}
+
+void BM_ParseFullNodes_Simdjson(benchmark::State& state) {
+  Fixture& f = FixtureFor(static_cast<int>(state.range(0)));
+  extender::ExtenderRequestParser parser(256u << 20);
+  for (auto _ : state) benchmark::DoNotOptimize(parser.ParseArgs(f.body_nodes));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * f.body_nodes.size()));
+}
+
+// Parse + filter + reply, as the handler does, with the evaluation cache warm.
+void BM_FilterWarm(benchmark::State& state) {
+  Fixture& f = FixtureFor(static_cast<int>(state.range(0)));
+  extender::ExtenderRequestParser parser(256u << 20);
+  const service::ExtenderService* service = &f.app->extender_service();
+  for (auto _ : state) {
+    auto args = parser.ParseArgs(f.body_names);
+    auto reply = service->Filter(**args);
+    benchmark::DoNotOptimize(extender::WriteFilterResult(**args, reply.outcomes));
+    service->Commit(reply.record);
+  }
+}
+
+// Every iteration a pod shape the cache has not seen: every node is evaluated.
+void BM_FilterCold(benchmark::State& state) {
+  Fixture& f = FixtureFor(static_cast<int>(state.range(0)));
+  extender::ExtenderRequestParser parser(256u << 20);
+  const service::ExtenderService* service = &f.app->extender_service();
+  json body = json::parse(f.body_names);
+  int milli = 1;
+  std::vector<std::string> bodies;
+  for (int i = 0; i < 400; ++i) {
+    body["Pod"] = Fixture::Pod(milli++);
+    bodies.push_back(body.dump());
+  }
+  size_t i = 0;
+  for (auto _ : state) {
+    auto args = parser.ParseArgs(bodies[i++ % bodies.size()]);
+    auto reply = service->Filter(**args);
+    benchmark::DoNotOptimize(extender::WriteFilterResult(**args, reply.outcomes));
+    service->Commit(reply.record);
+  }
+}
+
+BENCHMARK(BM_ParseNodeNames_Simdjson)->Arg(5000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ParseNodeNames_Nlohmann)->Arg(5000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ParseFullNodes_Simdjson)->Arg(5000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FilterWarm)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_FilterCold)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace gputopo::bench
+
+BENCHMARK_MAIN();

@@ -1,0 +1,39 @@
+#include "policies/engine/normalize.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gputopo::policies {
+
+std::optional<ScoreNormalization> ParseScoreNormalization(std::string_view name) {
+  if (name == "none") return ScoreNormalization::kNone;
+  if (name == "minmax") return ScoreNormalization::kMinMax;
+  return std::nullopt;
+}
+
+std::string_view ScoreNormalizationName(ScoreNormalization mode) {
+  return mode == ScoreNormalization::kMinMax ? "minmax" : "none";
+}
+
+std::vector<int> NormalizeScores(const std::vector<std::optional<double>>& weighted,
+                                 ScoreNormalization mode) {
+  std::vector<int> out(weighted.size(), 0);
+  double lo = 0.0;
+  double hi = 0.0;
+  bool any = false;
+  for (const auto& w : weighted) {
+    if (!w) continue;
+    lo = any ? std::min(lo, *w) : *w;
+    hi = any ? std::max(hi, *w) : *w;
+    any = true;
+  }
+  for (size_t i = 0; i < weighted.size(); ++i) {
+    if (!weighted[i]) continue;
+    double v = *weighted[i];
+    if (mode == ScoreNormalization::kMinMax) v = hi > lo ? 10.0 * (v - lo) / (hi - lo) : 10.0;
+    out[i] = static_cast<int>(std::clamp(std::lround(v), 0L, 10L));
+  }
+  return out;
+}
+
+}  // namespace gputopo::policies

@@ -1,0 +1,33 @@
+// Turning weighted node scores (0..10, doubles) into extender priorities (integers 0..10).
+//
+// kube-scheduler adds the extender's integer score, times its weight, to its own plugins'
+// scores; rounding alone would erase differences smaller than half a point between nodes. Like
+// kube-scheduler's own NormalizeScore step, min-max normalization stretches the candidates of one
+// request over the whole range: the best node gets 10, the worst 0, the rest in proportion.
+//
+// Thread safety: pure function.
+#ifndef GPUTOPO_POLICIES_ENGINE_NORMALIZE_H_
+#define GPUTOPO_POLICIES_ENGINE_NORMALIZE_H_
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace gputopo::policies {
+
+enum class ScoreNormalization : uint8_t {
+  kNone,    // round(weighted)
+  kMinMax,  // round(10 * (weighted - min) / (max - min)); 10 for all when max == min
+};
+
+std::optional<ScoreNormalization> ParseScoreNormalization(std::string_view name);
+std::string_view ScoreNormalizationName(ScoreNormalization mode);
+
+// One priority per score; nullopt scores (nodes that do not fit) get 0 and do not count for
+// min and max.
+std::vector<int> NormalizeScores(const std::vector<std::optional<double>>& weighted,
+                                 ScoreNormalization mode);
+
+}  // namespace gputopo::policies
+
+#endif  // GPUTOPO_POLICIES_ENGINE_NORMALIZE_H_
