@@ -1,0 +1,682 @@
+#!/usr/bin/env bash
+# Checks manifests/ offline, with kubectl (no cluster needed) and python3 (the standard library
+# only: kubectl turns YAML into JSON).
+#
+#   test/manifests_test.sh [--gputopo PATH]
+#
+#  1. Every *.yaml under manifests/ parses as Kubernetes objects (kubectl annotate --local, which
+#     needs no API server, unlike create --dry-run=client).
+#  2. `kubectl kustomize` builds manifests/, manifests/variants/default-scheduler and
+#     manifests/examples, and the main build holds the expected kinds.
+#  3. Semantics: the KubeSchedulerConfiguration in the ConfigMap (only fields kube-scheduler's
+#     strict decoder knows; the extender stanza; leader election), the Deployment wired to it
+#     (--config path = ConfigMap mount, gputopo's --listen port = urlPrefix port, probes,
+#     security context), least-privilege RBAC that matches the configured lease, the
+#     NetworkPolicy selecting the pods, the default-scheduler variant (its config, static pod and
+#     kubeadm patch agree), the time-slicing ConfigMap, the example workloads' gputopo.io/*
+#     annotations and the example nodes' topology documents and profiles, and the image tag
+#     against the project version.
+#  4. With --gputopo PATH (or GPUTOPO_BIN): the example nodes and workloads are loaded into
+#     `gputopo serve --snapshot` and filtered, as kube-scheduler would.
+#
+# Exit status: 0 pass, 1 failure (each one named on stderr), 77 skipped (no kubectl or python3;
+# register with SKIP_RETURN_CODE 77).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+gputopo_bin=${GPUTOPO_BIN:-}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --gputopo) gputopo_bin=$2; shift 2 ;;
+    --gputopo=*) gputopo_bin=${1#--gputopo=}; shift ;;
+    *) echo "usage: $0 [--gputopo PATH]" >&2; exit 2 ;;
+  esac
+done
+
+kubectl=${KUBECTL:-kubectl}
+if ! command -v "$kubectl" >/dev/null 2>&1; then
+  echo "manifests_test: SKIP: kubectl not found (set KUBECTL=/path/to/kubectl)"
+  exit 77
+fi
+if ! command -v python3 >/dev/null 2>&1; then
+  echo "manifests_test: SKIP: python3 not found"
+  exit 77
+fi
+# Never talk to a cluster, whatever the environment says.
+export KUBECONFIG=/dev/null
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+fail() {
+  echo "manifests_test: FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+
+# --- 1. every YAML file parses ---------------------------------------------------------------
+mapfile -t files < <(cd "$root" && find manifests -type f \( -name '*.yaml' -o -name '*.yml' \) | sort)
+if [ ${#files[@]} -eq 0 ]; then
+  fail "no YAML files under manifests/"
+fi
+for f in "${files[@]}"; do
+  if ! "$kubectl" annotate --local --overwrite -f "$root/$f" manifests-test/parsed=true -o name \
+      >/dev/null 2>"$tmp/err"; then
+    fail "$f does not parse: $(tr '\n' ' ' < "$tmp/err")"
+  fi
+done
+
+# --- 2. the kustomizations build --------------------------------------------------------------
+build() {  # build <dir> <out.yaml>
+  if ! "$kubectl" kustomize "$root/$1" > "$2" 2>"$tmp/err"; then
+    fail "kubectl kustomize $1: $(tr '\n' ' ' < "$tmp/err")"
+    : > "$2"
+  fi
+}
+build manifests "$tmp/main.yaml"
+for kind in Namespace ServiceAccount ClusterRole ClusterRoleBinding Role RoleBinding ConfigMap \
+            Deployment NetworkPolicy; do
+  grep -q "^kind: $kind\$" "$tmp/main.yaml" || fail "kubectl kustomize manifests/ has no $kind"
+done
+grep -q 'kind: KubeSchedulerConfiguration' "$tmp/main.yaml" ||
+  fail "kubectl kustomize manifests/ has no ConfigMap holding a KubeSchedulerConfiguration"
+variant=manifests/variants/default-scheduler
+if [ -f "$root/$variant/kustomization.yaml" ]; then
+  build "$variant" "$tmp/variant.yaml"
+  for kind in ClusterRole ClusterRoleBinding; do
+    grep -q "^kind: $kind\$" "$tmp/variant.yaml" || fail "kubectl kustomize $variant has no $kind"
+  done
+else
+  : > "$tmp/variant.yaml"
+fi
+if [ -f "$root/manifests/examples/kustomization.yaml" ]; then
+  build manifests/examples "$tmp/examples.yaml"
+fi
+
+# --- 3 and 4. semantic checks ------------------------------------------------------------------
+if ! KUBECTL_BIN="$kubectl" python3 - "$root" "$tmp" "$gputopo_bin" <<'PY'
+import glob, json, os, re, socket, subprocess, sys, time, urllib.request
+
+root, tmp, gputopo_bin = sys.argv[1], sys.argv[2], sys.argv[3]
+kubectl = os.environ["KUBECTL_BIN"]
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+
+
+def run(args, **kw):
+    return subprocess.run(args, capture_output=True, text=True, stdin=subprocess.DEVNULL, **kw)
+
+
+def objects_of(path):
+    """The objects of a YAML file, as JSON, via kubectl (no API server needed)."""
+    r = run([kubectl, "annotate", "--local", "--overwrite", "-f", path, "manifests-test/x=1", "-o", "json"])
+    if r.returncode != 0:
+        fail(f"{os.path.relpath(path, root)}: {r.stderr.strip()}")
+        return []
+    out, dec, i, objs = r.stdout, json.JSONDecoder(), 0, []
+    while True:
+        while i < len(out) and out[i].isspace():
+            i += 1
+        if i >= len(out):
+            break
+        obj, i = dec.raw_decode(out, i)
+        meta = obj.get("metadata", {})
+        meta.get("annotations", {}).pop("manifests-test/x", None)
+        if not meta.get("annotations"):
+            meta.pop("annotations", None)
+        if not meta:  # kubectl added it (a KubeSchedulerConfiguration has none)
+            obj.pop("metadata", None)
+        objs.append(obj)
+    return objs
+
+
+def strict(path, what):
+    """kubectl annotate accepts a repeated mapping key (the last one wins); kustomize does not."""
+    kdir = os.path.join(tmp, "strict")
+    os.makedirs(kdir, exist_ok=True)
+    with open(os.path.join(kdir, "kustomization.yaml"), "w") as f:
+        f.write(f"resources:\n- {json.dumps(os.path.abspath(path))}\n")
+    r = run([kubectl, "kustomize", "--load-restrictor", "LoadRestrictionsNone", kdir])
+    if r.returncode != 0:
+        fail(f"{what}: {' '.join(r.stderr.split())[-400:]}")
+
+
+def yaml_text_to_json(text, what):
+    """Any YAML document (no kind needed) as JSON: wrapped in an object kubectl can read."""
+    path = os.path.join(tmp, "wrapped.yaml")
+    with open(path, "w") as f:
+        f.write("apiVersion: v1\nkind: Wrapped\nmetadata:\n  name: wrapped\nspec:\n")
+        f.write("".join("  " + line + "\n" for line in text.splitlines()))
+    strict(path, what + " (wrapped: its line numbers are the text's + 5)")
+    objs = objects_of(path)
+    if len(objs) != 1:
+        fail(f"{what}: not one YAML document")
+        return None
+    return objs[0].get("spec")
+
+
+def find(objs, kind, name=None, namespace=None):
+    return [o for o in objs if o.get("kind") == kind
+            and (name is None or o.get("metadata", {}).get("name") == name)
+            and (namespace is None or o.get("metadata", {}).get("namespace") == namespace)]
+
+
+def one(objs, kind, name=None, namespace=None, where="manifests/"):
+    found = find(objs, kind, name, namespace)
+    if len(found) != 1:
+        fail(f"{where}: expected one {kind}{' ' + name if name else ''}, found {len(found)}")
+        return None
+    return found[0]
+
+
+def parse_duration(s):
+    m = re.fullmatch(r"(\d+)(ms|s|m|h)", str(s))
+    return None if not m else int(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+# Fields kube-scheduler's strict decoder accepts (kubescheduler.config.k8s.io/v1): an unknown or
+# misspelt one stops the scheduler at start.
+KSC_FIELDS = {"apiVersion", "kind", "parallelism", "leaderElection", "clientConnection",
+              "enableProfiling", "enableContentionProfiling", "percentageOfNodesToScore",
+              "podInitialBackoffSeconds", "podMaxBackoffSeconds", "profiles", "extenders",
+              "delayCacheUntilActive"}
+LEADER_FIELDS = {"leaderElect", "leaseDuration", "renewDeadline", "retryPeriod", "resourceLock",
+                 "resourceName", "resourceNamespace"}
+CLIENT_FIELDS = {"kubeconfig", "acceptContentTypes", "contentType", "qps", "burst"}
+PROFILE_FIELDS = {"schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig"}
+EXTENDER_FIELDS = {"urlPrefix", "filterVerb", "preemptVerb", "prioritizeVerb", "weight",
+                   "bindVerb", "enableHTTPS", "tlsConfig", "httpTimeout", "nodeCacheCapable",
+                   "managedResources", "ignorable"}
+MANAGED_FIELDS = {"name", "ignoredByScheduler"}
+
+
+def unknown(obj, allowed, where):
+    for k in sorted(set(obj) - allowed):
+        fail(f"{where}: field '{k}' is unknown to kube-scheduler (strict decoding)")
+
+
+def check_ksc(ksc, where, scheduler_name):
+    """Returns the extender's (host, port) and the leader election settings."""
+    if not isinstance(ksc, dict):
+        fail(f"{where}: not a KubeSchedulerConfiguration")
+        return None, {}
+    if ksc.get("apiVersion") != "kubescheduler.config.k8s.io/v1" or ksc.get("kind") != "KubeSchedulerConfiguration":
+        fail(f"{where}: apiVersion/kind must be kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration")
+    unknown(ksc, KSC_FIELDS, where)
+    le = ksc.get("leaderElection", {})
+    unknown(le, LEADER_FIELDS, where + " leaderElection")
+    unknown(ksc.get("clientConnection", {}), CLIENT_FIELDS, where + " clientConnection")
+    if le.get("leaderElect") is not True:
+        fail(f"{where}: leaderElection.leaderElect must be true (several replicas)")
+    profiles = ksc.get("profiles", [])
+    for p in profiles:
+        unknown(p, PROFILE_FIELDS, where + " profile")
+    if scheduler_name not in [p.get("schedulerName") for p in profiles]:
+        fail(f"{where}: no profile with schedulerName {scheduler_name}")
+    exts = ksc.get("extenders", [])
+    if len(exts) != 1:
+        fail(f"{where}: expected one extender, found {len(exts)}")
+        return None, le
+    e = exts[0]
+    unknown(e, EXTENDER_FIELDS, where + " extender")
+    m = re.fullmatch(r"http://127\.0\.0\.1:(\d+)/?", e.get("urlPrefix", ""))
+    if not m:
+        fail(f"{where}: urlPrefix must be http://127.0.0.1:PORT (the sidecar), got {e.get('urlPrefix')!r}")
+    for key, want in (("filterVerb", "filter"), ("prioritizeVerb", "prioritize"), ("bindVerb", "bind")):
+        if e.get(key) != want:
+            fail(f"{where}: {key} must be {want!r}, got {e.get(key)!r}")
+    w = e.get("weight")
+    if not isinstance(w, int) or w < 5:
+        fail(f"{where}: weight must be an integer >= 5 (see the arithmetic in the comment), got {w!r}")
+    if e.get("nodeCacheCapable") is not True:
+        fail(f"{where}: nodeCacheCapable must be true")
+    if e.get("ignorable") is not False:
+        fail(f"{where}: ignorable must be false")
+    t = parse_duration(e.get("httpTimeout"))
+    if t is None or not 1 <= t <= 30:
+        fail(f"{where}: httpTimeout must be a duration of 1s..30s, got {e.get('httpTimeout')!r}")
+    mr = e.get("managedResources", [])
+    for r in mr:
+        unknown(r, MANAGED_FIELDS, where + " managedResources")
+    if [r.get("name") for r in mr] != ["nvidia.com/gpu"] or mr[0].get("ignoredByScheduler", False) is not False:
+        fail(f"{where}: managedResources must be [{{name: nvidia.com/gpu, ignoredByScheduler: false}}]")
+    return (int(m.group(1)) if m else None), le
+
+
+def flag(args, name):
+    """The value of --name=V or --name V in an argument list, else None."""
+    for i, a in enumerate(args):
+        if a == name and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith(name + "="):
+            return a[len(name) + 1:]
+    return None
+
+
+def check_container_security(c, pod_sc, where):
+    sc = c.get("securityContext", {})
+    if not (sc.get("runAsNonRoot") or pod_sc.get("runAsNonRoot")):
+        fail(f"{where}: runAsNonRoot is not set")
+    if sc.get("readOnlyRootFilesystem") is not True:
+        fail(f"{where}: readOnlyRootFilesystem must be true")
+    if sc.get("allowPrivilegeEscalation") is not False:
+        fail(f"{where}: allowPrivilegeEscalation must be false")
+    if "ALL" not in sc.get("capabilities", {}).get("drop", []):
+        fail(f"{where}: capabilities must drop ALL")
+
+
+def check_gputopo_container(c, port, host, where):
+    args = c.get("args", [])
+    if not args or args[0] != "serve":
+        fail(f"{where}: args must start with 'serve', got {args}")
+    listen = flag(args, "--listen") or ""
+    if listen != f"{host}:{port}":
+        fail(f"{where}: --listen must be {host}:{port} (the urlPrefix port), got {listen!r}")
+    if flag(args, "--log-format") not in ("json", "text"):
+        fail(f"{where}: --log-format must be json or text")
+    probes = {"livenessProbe": "/healthz", "readinessProbe": "/readyz"}
+    for probe, path in probes.items():
+        get = c.get(probe, {}).get("httpGet", {})
+        if get.get("path") != path or get.get("port") not in (port, str(port)):
+            fail(f"{where}: {probe} must be httpGet {path} on port {port}, got {get}")
+    lim = c.get("resources", {}).get("limits", {})
+    if "memory" not in lim:
+        fail(f"{where}: no memory limit")
+
+
+def mounted_file(container, volumes, path):
+    """The volume providing file `path` in `container`: (volume, path inside the volume)."""
+    for vm in container.get("volumeMounts", []):
+        mp = vm["mountPath"].rstrip("/")
+        if path == mp or path.startswith(mp + "/"):
+            vol = next((v for v in volumes if v["name"] == vm["name"]), None)
+            return vol, path[len(mp):].lstrip("/")
+    return None, None
+
+
+def load_all(pattern):
+    objs = []
+    for p in sorted(glob.glob(os.path.join(root, pattern), recursive=True)):
+        objs += objects_of(p)
+    return objs
+
+
+def list_from(yaml_path):
+    return objects_of(yaml_path) if os.path.getsize(yaml_path) else []
+
+
+# ---------------------------------------------------------------- repeated keys, every file
+for path in sorted(glob.glob(os.path.join(root, "manifests/**/*.y*ml"), recursive=True)):
+    rel = os.path.relpath(path, root)
+    if os.path.basename(path) == "kustomization.yaml":
+        continue  # read by the kustomize builds
+    objs = objects_of(path)
+    if objs and all(o.get("metadata", {}).get("name") for o in objs):
+        strict(path, rel)
+    elif len(objs) == 1:  # a KubeSchedulerConfiguration: no metadata
+        with open(path) as f:
+            yaml_text_to_json(f.read(), rel)
+
+# ---------------------------------------------------------------- the second scheduler
+main = list_from(os.path.join(tmp, "main.yaml"))
+ns = one(main, "Namespace")
+ns_name = ns["metadata"]["name"] if ns else "gputopo-system"
+for o in main:
+    if o["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
+        if o["metadata"].get("namespace") not in (ns_name, "kube-system"):
+            fail(f"manifests/: {o['kind']} {o['metadata']['name']} has namespace "
+                 f"{o['metadata'].get('namespace')!r}, expected {ns_name} (or kube-system)")
+
+dep = one(main, "Deployment")
+cms = [c for c in find(main, "ConfigMap") if any("KubeSchedulerConfiguration" in v for v in c.get("data", {}).values())]
+if len(cms) != 1:
+    fail(f"manifests/: expected one ConfigMap holding a KubeSchedulerConfiguration, found {len(cms)}")
+port, le = None, {}
+if dep and cms:
+    cm = cms[0]
+    spec = dep["spec"]["template"]["spec"]
+    if dep["spec"].get("replicas", 1) < 2:
+        fail("manifests/: the Deployment should run at least 2 replicas")
+    containers = {c["name"]: c for c in spec.get("containers", [])}
+    ks, gt = containers.get("kube-scheduler"), containers.get("gputopo")
+    if not ks or not gt:
+        fail(f"manifests/: the Deployment needs containers kube-scheduler and gputopo, has {sorted(containers)}")
+    else:
+        if not ks.get("image", "").startswith("registry.k8s.io/kube-scheduler:v"):
+            fail(f"manifests/: kube-scheduler image {ks.get('image')!r}")
+        cfg_path = flag(ks.get("command", []) + ks.get("args", []), "--config")
+        vol, rel = mounted_file(ks, spec.get("volumes", []), cfg_path or "")
+        if not cfg_path or not vol or vol.get("configMap", {}).get("name") != cm["metadata"]["name"]:
+            fail(f"manifests/: kube-scheduler --config={cfg_path} is not a file of ConfigMap {cm['metadata']['name']}")
+        else:
+            items = vol["configMap"].get("items")
+            key = next((i["key"] for i in items if i["path"] == rel), None) if items else rel
+            if key not in cm.get("data", {}):
+                fail(f"manifests/: --config={cfg_path} maps to key {key!r}, not in the ConfigMap")
+            else:
+                ksc = yaml_text_to_json(cm["data"][key], f"ConfigMap {cm['metadata']['name']} {key}")
+                port, le = check_ksc(ksc, f"ConfigMap {cm['metadata']['name']} {key}", "gputopo-scheduler")
+        for probe in ("livenessProbe", "readinessProbe"):
+            g = ks.get(probe, {}).get("httpGet", {})
+            if g.get("port") not in (10259, "10259") or g.get("scheme") != "HTTPS":
+                fail(f"manifests/: kube-scheduler {probe} must be HTTPS on 10259, got {g}")
+        if port is not None:
+            check_gputopo_container(gt, port, "0.0.0.0", "manifests/ gputopo container")
+        pod_sc = spec.get("securityContext", {})
+        for c in (ks, gt):
+            check_container_security(c, pod_sc, f"manifests/ container {c['name']}")
+    sa = spec.get("serviceAccountName")
+    if not find(main, "ServiceAccount", sa, dep["metadata"]["namespace"]):
+        fail(f"manifests/: the Deployment's service account {sa!r} is not defined")
+
+    def bound(role_kind, role_name, binding_kind, namespace=None):
+        for b in find(main, binding_kind, namespace=namespace):
+            if b["roleRef"]["kind"] == role_kind and b["roleRef"]["name"] == role_name and any(
+                    s.get("kind") == "ServiceAccount" and s.get("name") == sa
+                    and s.get("namespace") == dep["metadata"]["namespace"] for s in b.get("subjects", [])):
+                return True
+        return False
+
+    for role in ("gputopo", "system:kube-scheduler", "system:volume-scheduler"):
+        if not bound("ClusterRole", role, "ClusterRoleBinding"):
+            fail(f"manifests/: ClusterRole {role} is not bound to the service account {sa}")
+    if not bound("Role", "extension-apiserver-authentication-reader", "RoleBinding", "kube-system"):
+        fail("manifests/: no RoleBinding in kube-system to extension-apiserver-authentication-reader")
+    # The lease named in the configuration, in its namespace.
+    lease_ns, lease = le.get("resourceNamespace"), le.get("resourceName")
+    if lease_ns != ns_name or lease != "gputopo-scheduler":
+        fail(f"manifests/: leader election lease must be {ns_name}/gputopo-scheduler, got {lease_ns}/{lease}")
+    ok = {"create": False, "get": False, "update": False}
+    for r in find(main, "Role", namespace=lease_ns):
+        if not bound("Role", r["metadata"]["name"], "RoleBinding", lease_ns):
+            continue
+        for rule in r.get("rules", []):
+            if "coordination.k8s.io" in rule.get("apiGroups", []) and "leases" in rule.get("resources", []):
+                names = rule.get("resourceNames")
+                for v in rule.get("verbs", []):
+                    if v in ok and (v == "create" or not names or lease in names):
+                        ok[v] = True
+    for v, have in ok.items():
+        if not have:
+            fail(f"manifests/: no bound Role in {lease_ns} allows leases {v} on {lease}")
+    # NetworkPolicy selects the scheduler pods.
+    labels = dep["spec"]["template"]["metadata"].get("labels", {})
+    nps = find(main, "NetworkPolicy", namespace=dep["metadata"]["namespace"])
+    if not any(set(np["spec"].get("podSelector", {}).get("matchLabels", {}).items()) <= set(labels.items())
+               and "Ingress" in np["spec"].get("policyTypes", []) for np in nps):
+        fail("manifests/: no NetworkPolicy restricting ingress to the scheduler pods")
+
+# gputopo's ClusterRole: exactly what it needs, no wildcards.
+REQUIRED = {("", "nodes"): {"get", "list", "watch"},
+            ("", "pods"): {"get", "list", "watch", "patch"},
+            ("", "pods/binding"): {"create"},
+            ("", "events"): {"create"},
+            ("events.k8s.io", "events"): {"create"}}
+
+
+def grants(role):
+    g = {}
+    for rule in role.get("rules", []):
+        for grp in rule.get("apiGroups", []):
+            for res in rule.get("resources", []):
+                g.setdefault((grp, res), set()).update(rule.get("verbs", []))
+    return g
+
+
+cr = one(main, "ClusterRole", "gputopo")
+if cr:
+    g = grants(cr)
+    if g != REQUIRED:
+        fail(f"manifests/: ClusterRole gputopo grants {sorted((k, sorted(v)) for k, v in g.items())}, "
+             f"expected exactly {sorted((k, sorted(v)) for k, v in REQUIRED.items())}")
+    if any("*" in str(rule) for rule in cr.get("rules", [])):
+        fail("manifests/: ClusterRole gputopo uses a wildcard")
+
+# ---------------------------------------------------------------- default-scheduler variant
+vdir = os.path.join(root, "manifests/variants/default-scheduler")
+if os.path.isdir(vdir):
+    where = "manifests/variants/default-scheduler"
+    variant = list_from(os.path.join(tmp, "variant.yaml"))
+    vcr = one(variant, "ClusterRole", "gputopo", where=where)
+    if vcr and cr and grants(vcr) != grants(cr):
+        fail(f"{where}: ClusterRole gputopo differs from manifests/rbac.yaml")
+    if vcr and not any(b["roleRef"]["name"] == "gputopo" and b.get("subjects") for b in find(variant, "ClusterRoleBinding")):
+        fail(f"{where}: ClusterRole gputopo is not bound")
+    cfgs = [o for o in load_all("manifests/variants/default-scheduler/**/*.yaml") if o.get("kind") == "KubeSchedulerConfiguration"]
+    pods = [o for o in load_all("manifests/variants/default-scheduler/*.yaml") if o.get("kind") == "Pod"]
+    if len(cfgs) != 1 or len(pods) != 1:
+        fail(f"{where}: expected one KubeSchedulerConfiguration and one static Pod, found {len(cfgs)} and {len(pods)}")
+    else:
+        vport, _ = check_ksc(cfgs[0], where + " KubeSchedulerConfiguration", "default-scheduler")
+        if not cfgs[0].get("clientConnection", {}).get("kubeconfig"):
+            fail(f"{where}: with --config, clientConnection.kubeconfig must name the scheduler's kubeconfig")
+        pod = pods[0]
+        spec = pod["spec"]
+        if spec.get("hostNetwork") is not True:
+            fail(f"{where}: the static pod must keep hostNetwork: true")
+        containers = {c["name"]: c for c in spec.get("containers", [])}
+        ks, gt = containers.get("kube-scheduler"), containers.get("gputopo")
+        if not ks or not gt:
+            fail(f"{where}: static pod needs containers kube-scheduler and gputopo")
+        else:
+            cfg_path = flag(ks.get("command", []), "--config")
+            vol, _ = mounted_file(ks, spec.get("volumes", []), cfg_path or "")
+            if not vol or vol.get("hostPath", {}).get("path") != cfg_path:
+                fail(f"{where}: kube-scheduler --config={cfg_path} is not mounted from the host")
+            if vport is not None:
+                check_gputopo_container(gt, vport, "127.0.0.1", where + " gputopo container")
+                for probe in ("livenessProbe", "readinessProbe"):
+                    if gt.get(probe, {}).get("httpGet", {}).get("host") != "127.0.0.1":
+                        fail(f"{where}: gputopo {probe} must probe host 127.0.0.1 (hostNetwork, loopback listener)")
+            kc = flag(gt.get("args", []), "--kubeconfig")
+            vol, _ = mounted_file(gt, spec.get("volumes", []), kc or "")
+            if not kc or not vol:
+                fail(f"{where}: gputopo --kubeconfig={kc} is not mounted (a static pod has no service account)")
+            check_container_security(gt, spec.get("securityContext", {}), where + " gputopo container")
+        # The kubeadm patch, applied to the full manifest, must change nothing.
+        for patch in glob.glob(os.path.join(vdir, "kubeadm-patches", "kube-scheduler*.yaml")):
+            static = os.path.join(vdir, "kube-scheduler.yaml")
+            r = run([kubectl, "patch", "--local", "-f", static, "--type", "strategic",
+                     "--patch-file", patch, "-o", "json"])
+            if r.returncode != 0:
+                fail(f"{where}: {os.path.basename(patch)} does not apply: {r.stderr.strip()}")
+            elif json.loads(r.stdout) != pod:
+                fail(f"{where}: {os.path.basename(patch)} disagrees with kube-scheduler.yaml")
+
+# ---------------------------------------------------------------- device plugin
+ts = [o for o in load_all("manifests/device-plugin/*.yaml") if o.get("kind") == "ConfigMap"]
+if not ts:
+    fail("manifests/device-plugin: no time-slicing ConfigMap")
+for cm in ts:
+    for key, text in cm.get("data", {}).items():
+        where = f"manifests/device-plugin ConfigMap {cm['metadata']['name']} {key}"
+        doc = yaml_text_to_json(text, where) or {}
+        tsl = doc.get("sharing", {}).get("timeSlicing", {})
+        res = tsl.get("resources", [])
+        if doc.get("version") != "v1":
+            fail(f"{where}: version must be v1")
+        if tsl.get("renameByDefault") is not False or tsl.get("failRequestsGreaterThanOne") is not False:
+            fail(f"{where}: renameByDefault and failRequestsGreaterThanOne must be false")
+        if not any(r.get("name") == "nvidia.com/gpu" and isinstance(r.get("replicas"), int) and r["replicas"] > 1 for r in res):
+            fail(f"{where}: no nvidia.com/gpu resource with replicas > 1")
+
+# ---------------------------------------------------------------- examples
+presets = {os.path.splitext(os.path.basename(p))[0] for p in glob.glob(os.path.join(root, "policies/presets/*.json"))}
+profiles = set()
+for p in glob.glob(os.path.join(root, "topology/profiles/*.json")):
+    with open(p) as f:
+        profiles.add(json.load(f).get("name", os.path.splitext(os.path.basename(p))[0]))
+ANNOTATIONS = {
+    "gputopo.io/spread": lambda v: v in ("required", "preferred", "none"),
+    "gputopo.io/locality": lambda v: v in ("nvlink", "numa", "none"),
+    "gputopo.io/locality-mode": lambda v: v in ("required", "preferred"),
+    "gputopo.io/exclusive": lambda v: v in ("true", "false"),
+    "gputopo.io/gpu-milli": lambda v: v.isdigit() and 1 <= int(v) <= 1000,
+    "gputopo.io/policy": lambda v: v in presets,
+    "gputopo.io/group": lambda v: bool(v),
+}
+LINK = re.compile(r"NV[1-9]\d*|PIX|PXB|PHB|NODE|SYS")
+
+
+def check_topology_document(text, where):
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        fail(f"{where}: gputopo.io/topology is not JSON: {e}")
+        return
+    gpus = doc.get("gpus", [])
+    idx = sorted(g.get("index") for g in gpus)
+    if doc.get("version") != 1 or not gpus or idx != list(range(len(gpus))):
+        fail(f"{where}: gputopo.io/topology needs version 1 and GPU indices 0..n-1 once each")
+    pairs = {}
+    for link in doc.get("links", []):
+        a, b = (link.get("gpus") or [None, None])[:2]
+        if a not in idx or b not in idx or a == b or not LINK.fullmatch(str(link.get("type"))):
+            fail(f"{where}: bad link {link}")
+        elif pairs.setdefault(frozenset((a, b)), link["type"]) != link["type"]:
+            fail(f"{where}: GPUs {a},{b} are given two link types")
+
+
+edir = os.path.join(root, "manifests/examples")
+example_pods, example_nodes = [], []
+if os.path.isdir(edir):
+    for path in sorted(glob.glob(os.path.join(edir, "*.yaml"))):
+        if os.path.basename(path) == "kustomization.yaml":
+            continue
+        rel = os.path.relpath(path, root)
+        for o in objects_of(path):
+            kind, name = o["kind"], o["metadata"]["name"]
+            if kind == "Node":
+                example_nodes.append(o)
+                labels = o["metadata"].get("labels", {})
+                ann = o["metadata"].get("annotations", {})
+                if "gputopo.io/topology-profile" in labels and labels["gputopo.io/topology-profile"] not in profiles:
+                    fail(f"{rel}: node {name}: unknown profile {labels['gputopo.io/topology-profile']!r} (have {sorted(profiles)})")
+                if "gputopo.io/topology" in ann:
+                    check_topology_document(ann["gputopo.io/topology"], f"{rel}: node {name}")
+                continue
+            if kind == "Pod":
+                meta, spec = o["metadata"], o["spec"]
+            elif kind in ("Deployment", "StatefulSet", "Job", "ReplicaSet", "DaemonSet"):
+                meta, spec = o["spec"]["template"]["metadata"], o["spec"]["template"]["spec"]
+                if any(k.startswith("gputopo.io/") for k in o["metadata"].get("annotations", {})):
+                    fail(f"{rel}: {kind} {name}: gputopo.io/ annotations belong on the pod template")
+            else:
+                continue
+            if spec.get("schedulerName") != "gputopo-scheduler":
+                fail(f"{rel}: {kind} {name}: schedulerName must be gputopo-scheduler")
+            if not any("nvidia.com/gpu" in c.get("resources", {}).get("limits", {}) for c in spec.get("containers", [])):
+                fail(f"{rel}: {kind} {name}: requests no nvidia.com/gpu (it would never reach gputopo)")
+            for k, v in meta.get("annotations", {}).items():
+                if k.startswith("gputopo.io/"):
+                    check = ANNOTATIONS.get(k)
+                    if not check or not check(str(v)):
+                        fail(f"{rel}: {kind} {name}: invalid annotation {k}: {v!r}")
+            example_pods.append((kind, name, meta, spec))
+    wanted = {"spread": "gputopo.io/spread", "locality": "gputopo.io/locality",
+              "exclusive": "gputopo.io/exclusive", "gpu-milli": "gputopo.io/gpu-milli",
+              "policy": "gputopo.io/policy"}
+    for what, key in wanted.items():
+        if not any(key in m.get("annotations", {}) for _, _, m, _ in example_pods):
+            fail(f"manifests/examples: no example uses {key}")
+
+# ---------------------------------------------------------------- image tag and version
+with open(os.path.join(root, "CMakeLists.txt")) as f:
+    m = re.search(r"project\(gputopo\s+VERSION\s+([0-9.]+)", f.read())
+version = m.group(1) if m else None
+images = [c.get("image") for o in ([dep] if dep else []) for c in o["spec"]["template"]["spec"]["containers"] if c["name"] == "gputopo"]
+images += [c.get("image") for o in load_all("manifests/variants/default-scheduler/**/*.yaml") if o.get("kind") == "Pod"
+           for c in o["spec"].get("containers", []) if c["name"] == "gputopo"]
+for img in images:
+    if version and img != f"gputopo:{version}" and not img.endswith(f":{version}"):
+        fail(f"manifests/: image {img!r} does not carry the project version {version}")
+
+# ---------------------------------------------------------------- 4. against the binary
+if gputopo_bin and example_nodes and example_pods:
+    import uuid
+    items = []
+    for n in example_nodes:
+        n = json.loads(json.dumps(n))
+        n["metadata"].update(uid=str(uuid.uuid4()), resourceVersion="1")
+        n.setdefault("spec", {})
+        st = n.setdefault("status", {})
+        st["conditions"] = [{"type": "Ready", "status": "True"}]
+        for k in ("capacity", "allocatable"):
+            st.setdefault(k, {}).update({"cpu": "128", "memory": "1Ti", "pods": "110"})
+        items.append(n)
+    for i, (kind, name, meta, spec) in enumerate(example_pods):
+        pod_meta = json.loads(json.dumps(meta))
+        pod_meta.update(name=f"{name}-{i}", namespace="default", uid=str(uuid.uuid4()), resourceVersion="2")
+        if kind != "Pod":
+            owner = {"Deployment": "ReplicaSet"}.get(kind, kind)
+            pod_meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner, "name": name,
+                                            "uid": str(uuid.uuid4()), "controller": True}]
+        pod_spec = json.loads(json.dumps(spec))
+        for c in pod_spec.get("containers", []):
+            r = c.setdefault("resources", {})
+            r["limits"] = {k: str(v) for k, v in r.get("limits", {}).items()}
+            r["requests"] = {**{k: str(v) for k, v in r.get("requests", {}).items()}, **r["limits"]}
+        items.append({"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": pod_spec,
+                      "status": {"phase": "Pending"}})
+    snap = os.path.join(tmp, "examples-cluster.json")
+    with open(snap, "w") as f:
+        json.dump({"apiVersion": "v1", "kind": "List", "items": items}, f)
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    bport = s.getsockname()[1]
+    s.close()
+    log = open(os.path.join(tmp, "gputopo.log"), "w")
+    srv = subprocess.Popen([gputopo_bin, "serve", "--listen", f"127.0.0.1:{bport}", "--snapshot", snap],
+                           stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{bport}"
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(base + "/healthz", timeout=1)
+                break
+            except OSError:
+                if srv.poll() is not None:
+                    break
+                time.sleep(0.1)
+        else:
+            fail("gputopo serve did not come up")
+        if srv.poll() is not None:
+            with open(os.path.join(tmp, "gputopo.log")) as f:
+                fail(f"gputopo serve --snapshot exited: {f.read()[-500:]}")
+        else:
+            names = [n["metadata"]["name"] for n in example_nodes]
+            for n in names:
+                d = json.loads(urllib.request.urlopen(f"{base}/debug/nodes/{n}", timeout=5).read())
+                if not d.get("topologyKnown") or d.get("topologySource") not in ("annotation", "profile"):
+                    fail(f"manifests/examples/nodes.yaml: gputopo does not read node {n}'s topology: "
+                         f"{d.get('topologySource')} {d.get('topologyDetail')}")
+            for item in items[len(example_nodes):]:
+                body = json.dumps({"Pod": item, "Nodes": None, "NodeNames": names}).encode()
+                req = urllib.request.Request(base + "/filter", data=body, headers={"Content-Type": "application/json"})
+                res = json.loads(urllib.request.urlopen(req, timeout=10).read())
+                pname = item["metadata"]["name"]
+                if res.get("Error") or not res.get("NodeNames"):
+                    fail(f"manifests/examples: {pname} fits no example node: {res}")
+                if item["metadata"].get("annotations", {}).get("gputopo.io/locality-mode") == "required":
+                    # nodes.yaml promises that the 2+2 bridged node can never take a 4-GPU NVLink job.
+                    if "gpu-a100-07" in names and "gpu-a100-07" not in res.get("FailedAndUnresolvableNodes", {}):
+                        fail(f"manifests/examples: {pname} was not rejected for good on gpu-a100-07: {res}")
+    finally:
+        srv.terminate()
+        srv.wait()
+
+for msg in failures:
+    print(f"manifests_test: FAIL: {msg}", file=sys.stderr)
+sys.exit(1 if failures else 0)
+PY
+then
+  failures=$((failures + 1))
+fi
+
+if [ "$failures" -ne 0 ]; then
+  echo "manifests_test: FAILED" >&2
+  exit 1
+fi
+echo "manifests_test: OK (${#files[@]} files, 3 kustomizations${gputopo_bin:+, examples checked against $gputopo_bin})"
