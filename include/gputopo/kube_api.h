@@ -40,6 +40,10 @@ class KubeApi {
   // Creates the pod's Binding to `node`. NotFound when the pod is gone, Conflict when it is
   // already bound or its uid is not pod.uid.
   virtual Status BindPod(const PodRef& pod, std::string_view node) = 0;
+
+  // Records a Normal event on the pod (what `kubectl describe pod` shows). Best effort.
+  virtual Status RecordEvent(const PodRef& pod, std::string_view reason,
+                             std::string_view message) = 0;
 };
 
 }  // namespace gputopo

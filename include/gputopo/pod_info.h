@@ -46,6 +46,8 @@ struct PodInfo {
   std::string node_name;  // spec.nodeName; empty while pending
   PodPhase phase = PodPhase::kPending;
   bool deletion_requested = false;  // metadata.deletionTimestamp is set
+  // Every container status reports `terminated` (and there is at least one).
+  bool containers_terminated = false;
   // Effective `nvidia.com/gpu` request: max(sum over containers, max over init containers),
   // as kube-scheduler computes it. Requests default to limits for extended resources.
   int64_t gpu_request = 0;
@@ -56,6 +58,10 @@ struct PodInfo {
   std::string Key() const { return namespace_name + "/" + name; }
   // A pod that will never run again holds no GPU.
   bool IsTerminal() const { return phase == PodPhase::kSucceeded || phase == PodPhase::kFailed; }
+  // Its GPUs are free: it finished, or it is being deleted and its containers are gone.
+  bool HoldsNothing() const {
+    return IsTerminal() || (deletion_requested && containers_terminated);
+  }
   friend bool operator==(const PodInfo&, const PodInfo&) = default;
 };
 

@@ -1,5 +1,7 @@
 #include "policies/state/cluster_state.h"
 
+#include <algorithm>
+
 #include "gputopo/well_known.h"
 #include "policies/requirements/pod_requirements.h"
 
@@ -41,7 +43,7 @@ void ClusterState::Reset(const std::vector<NodeInfo>& nodes, const std::vector<P
   }
   for (const PodInfo& pod : pods) {
     auto it = reserved.find(pod.uid);
-    if (it != reserved.end() && pod.node_name.empty() && !pod.IsTerminal()) {
+    if (it != reserved.end() && pod.node_name.empty() && !pod.HoldsNothing()) {
       PodEntry entry = std::move(it->second);
       reserved.erase(it);  // a pod listed twice must not take the moved-from entry
       entry.info = pod;
@@ -51,6 +53,10 @@ void ClusterState::Reset(const std::vector<NodeInfo>& nodes, const std::vector<P
     }
     PutPodLocked(pod);
   }
+  RebuildAllLocked();
+}
+
+void ClusterState::RebuildAllLocked() {
   auto index = std::make_shared<NodeIndex>();
   node_states_.clear();
   for (const auto& [name, entry] : nodes_) {
@@ -59,6 +65,35 @@ void ClusterState::Reset(const std::vector<NodeInfo>& nodes, const std::vector<P
   }
   SetIndexLocked(std::move(index));
   for (const auto& [name, entry] : nodes_) RebuildNodeLocked(name);
+  PublishLocked();
+}
+
+void ClusterState::ReplaceNodes(const std::vector<NodeInfo>& nodes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::map<std::string, const NodeInfo*, std::less<>> fresh;
+  for (const NodeInfo& node : nodes) fresh[node.name] = &node;
+  std::erase_if(nodes_, [&](const auto& entry) { return fresh.count(entry.first) == 0; });
+  for (const NodeInfo& node : nodes) {
+    nodes_.insert_or_assign(node.name, NodeEntry{node, resolver_.Resolve(node)});
+  }
+  // Positions are assigned afresh: the node set may have changed either way.
+  RebuildAllLocked();
+}
+
+void ClusterState::ReplacePods(const std::vector<PodInfo>& pods) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::unordered_map<std::string, const PodInfo*> fresh;
+  for (const PodInfo& pod : pods) fresh[pod.uid] = &pod;
+  std::vector<std::string> gone;
+  for (const auto& [uid, entry] : pods_) {
+    if (fresh.count(uid) == 0) gone.push_back(uid);
+  }
+  for (const std::string& uid : gone) {
+    auto it = pods_.find(uid);
+    DetachPodLocked(it->second);
+    pods_.erase(it);
+  }
+  for (const PodInfo& pod : pods) PutPodLocked(pod);
   PublishLocked();
 }
 
@@ -110,7 +145,7 @@ void ClusterState::RemovePod(std::string_view uid) {
 
 void ClusterState::PutPodLocked(const PodInfo& pod) {
   auto it = pods_.find(pod.uid);
-  if (pod.gpu_request <= 0 || pod.IsTerminal()) {
+  if (pod.gpu_request <= 0 || pod.HoldsNothing()) {
     if (it != pods_.end()) {
       DetachPodLocked(it->second);
       pods_.erase(it);
@@ -237,6 +272,7 @@ Status ClusterState::Reserve(const Reservation& reservation) {
   entry.node = reservation.node;
   entry.assigned = std::move(labels);
   entry.reserved = true;
+  entry.reserved_at = reservation.made;
   pods_by_node_[entry.node].insert(entry.info.uid);
   RebuildNodeLocked(entry.node);
   PublishLocked();
@@ -259,6 +295,29 @@ void ClusterState::CancelReservation(std::string_view uid) {
   if (it == pods_.end() || !it->second.reserved) return;
   DetachPodLocked(it->second);
   PublishLocked();
+}
+
+size_t ClusterState::ExpireReservations(std::chrono::steady_clock::time_point cutoff) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t expired = 0;
+  for (auto& [uid, entry] : pods_) {
+    if (entry.reserved && entry.reserved_at < cutoff) {
+      DetachPodLocked(entry);
+      ++expired;
+    }
+  }
+  if (expired > 0) PublishLocked();
+  return expired;
+}
+
+std::pair<std::vector<NodeInfo>, std::vector<PodInfo>> ClusterState::Export() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::pair<std::vector<NodeInfo>, std::vector<PodInfo>> out;
+  for (const auto& [name, entry] : nodes_) out.first.push_back(entry.info);
+  for (const auto& [uid, entry] : pods_) out.second.push_back(entry.info);
+  std::sort(out.second.begin(), out.second.end(),
+            [](const PodInfo& a, const PodInfo& b) { return a.Key() < b.Key(); });
+  return out;
 }
 
 std::optional<PodInfo> ClusterState::FindPod(std::string_view uid) const {

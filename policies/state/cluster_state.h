@@ -17,6 +17,7 @@
 #ifndef GPUTOPO_POLICIES_STATE_CLUSTER_STATE_H_
 #define GPUTOPO_POLICIES_STATE_CLUSTER_STATE_H_
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -41,6 +42,7 @@ struct Reservation {
   std::string node;
   std::vector<int> gpus;      // GPU indices on the node, one per requested replica
   uint64_t node_version = 0;  // the NodeState version the choice was made on
+  std::chrono::steady_clock::time_point made{};  // when, for ExpireReservations
 };
 
 struct ClusterCounts {
@@ -59,6 +61,11 @@ class ClusterState {
 
   // Replaces the whole state (a fresh list), keeping reservations of pods still pending.
   void Reset(const std::vector<NodeInfo>& nodes, const std::vector<PodInfo>& pods);
+  // Replace one kind after a fresh list from the API server (each kind is watched, and relisted
+  // after 410 Gone, on its own). Nodes or pods missing from the list are gone; reservations of
+  // pods still pending in the list are kept.
+  void ReplaceNodes(const std::vector<NodeInfo>& nodes);
+  void ReplacePods(const std::vector<PodInfo>& pods);
   void UpsertNode(const NodeInfo& node);
   void RemoveNode(std::string_view name);
   // A pod that requests no GPU, or has finished, is dropped (and frees what it held).
@@ -72,8 +79,14 @@ class ClusterState {
   void ConfirmBinding(std::string_view uid, std::string_view node);
   // Undoes a reservation; does nothing when `uid` holds none.
   void CancelReservation(std::string_view uid);
+  // Undoes reservations made before `cutoff` that were never seen bound: a bind whose outcome
+  // could not be read back keeps its GPUs reserved (the safe side) until the watch shows the
+  // pod bound, or until this expiry. Returns how many expired.
+  size_t ExpireReservations(std::chrono::steady_clock::time_point cutoff);
 
   std::shared_ptr<const ClusterSnapshot> Snapshot() const;
+  // Copies of the nodes and GPU pods known now (for /debug/snapshot in live mode).
+  std::pair<std::vector<NodeInfo>, std::vector<PodInfo>> Export() const;
   std::optional<PodInfo> FindPod(std::string_view uid) const;
   ClusterCounts Counts() const;
 
@@ -84,6 +97,7 @@ class ClusterState {
     std::vector<std::string>
         assigned;  // GPU labels it holds (from the annotation or a reservation)
     bool reserved = false;
+    std::chrono::steady_clock::time_point reserved_at{};
   };
   struct NodeEntry {
     NodeInfo info;
@@ -94,6 +108,8 @@ class ClusterState {
   void PutPodLocked(const PodInfo& pod);
   void DetachPodLocked(PodEntry& entry);
   void RebuildNodeLocked(const std::string& name);
+  // Positions assigned afresh (the node set changed), every node rebuilt, then published.
+  void RebuildAllLocked();
   void PublishLocked();
   // Replaces the name index and rebuilds the snapshots' flat copy of it.
   void SetIndexLocked(std::shared_ptr<const NodeIndex> index);

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "src/app/embedded_data.h"
+#include "src/codec/k8s_encode.h"
 #include "src/codec/preset_document.h"
 #include "src/codec/topology_document.h"
 
@@ -71,8 +72,72 @@ Result<policies::PresetCatalog> LoadPresets(const std::string& extra_dir) {
 }
 
 App::App(const AppOptions&, const Clock& clock) : clock_(clock) {}
-App::~App() {
+App::~App() { Stop(); }
+
+Status App::Start() {
+  if (watcher_) watcher_->Start();
+  return server_->Start();
+}
+
+void App::Stop() {
   if (server_) server_->Stop();
+  if (watcher_) watcher_->Stop();
+}
+
+void App::RegisterCollectors() {
+  metrics_.AddCollector([state = state_.get()](observability::MetricsWriter& out) {
+    const auto snapshot = state->Snapshot();
+    size_t resolved = 0;
+    constexpr std::string_view kSlotsHelp =
+        "nvidia.com/gpu slots (time-sliced replicas) per node with a known topology: used, free.";
+    for (const auto& node : snapshot->nodes()) {
+      if (!node->has_topology()) continue;
+      ++resolved;
+      out.WriteGauge("gputopo_node_gpu_slots", kSlotsHelp,
+                     {{"node", node->name()}, {"state", "used"}},
+                     static_cast<double>(node->used_slots()));
+      out.WriteGauge("gputopo_node_gpu_slots", kSlotsHelp,
+                     {{"node", node->name()}, {"state", "free"}},
+                     static_cast<double>(node->free_slots()));
+    }
+    const size_t unresolved = snapshot->node_count() - resolved;
+    constexpr std::string_view kNodesHelp =
+        "GPU nodes known, by whether their topology could be resolved.";
+    out.WriteGauge("gputopo_nodes", kNodesHelp, {{"topology", "resolved"}},
+                   static_cast<double>(resolved));
+    out.WriteGauge("gputopo_nodes", kNodesHelp, {{"topology", "unresolved"}},
+                   static_cast<double>(unresolved));
+
+    const policies::ClusterCounts counts = state->Counts();
+    constexpr std::string_view kPodsHelp = "GPU pods known: placed on a node, or pending.";
+    out.WriteGauge("gputopo_pods", kPodsHelp, {{"state", "placed"}},
+                   static_cast<double>(counts.placed_pods));
+    out.WriteGauge("gputopo_pods", kPodsHelp, {{"state", "pending"}},
+                   static_cast<double>(counts.pods - counts.placed_pods));
+    out.WriteGauge("gputopo_reservations",
+                   "Binds in flight: GPUs held for a pod not yet seen bound.", {},
+                   static_cast<double>(counts.reservations));
+  });
+  if (!watcher_) return;
+  metrics_.AddCollector([watcher = watcher_.get()](observability::MetricsWriter& out) {
+    const kube::WatcherStats stats = watcher->Stats();
+    out.WriteCounter("gputopo_watch_events_total", "Watch events applied to the cache.", {},
+                     static_cast<double>(stats.events));
+    out.WriteCounter("gputopo_watch_reconnects_total",
+                     "Watches resumed from their resourceVersion after a broken stream.", {},
+                     static_cast<double>(stats.reconnects));
+    out.WriteCounter("gputopo_watch_relists_total",
+                     "Full lists after the first (the resourceVersion was too old: 410 Gone).", {},
+                     static_cast<double>(stats.relists));
+    out.WriteCounter("gputopo_reservations_expired_total",
+                     "Reservations freed because the pod was never seen bound.", {},
+                     static_cast<double>(stats.expired_reservations));
+    out.WriteGauge("gputopo_cache_age_seconds",
+                   "Seconds since the last watch event, bookmark or list.", {},
+                   stats.cache_age_seconds);
+    out.WriteGauge("gputopo_cache_synced", "1 once both watches have listed and are current.", {},
+                   stats.synced ? 1.0 : 0.0);
+  });
 }
 
 Result<std::unique_ptr<App>> App::Create(const AppOptions& options, const Clock& clock) {
@@ -84,26 +149,42 @@ Result<std::unique_ptr<App>> App::Create(const AppOptions& options, const Clock&
   if (app->presets_.Find(options.default_preset) == nullptr) {
     return NotFound("default preset '" + options.default_preset + "' is not defined");
   }
-  Result<std::unique_ptr<snapshot::InMemoryCluster>> cluster =
-      snapshot::InMemoryCluster::Load(options.snapshot_json);
-  if (!cluster.ok()) return cluster.status();
-  app->cluster_ = std::move(cluster).value();
   app->state_ = std::make_unique<policies::ClusterState>(app->resolver_);
-  app->state_->Reset(app->cluster_->Nodes(), app->cluster_->Pods());
-  // Writes to the cluster reach the cache the way watch events would.
-  app->cluster_->SetPodListener(
-      [state = app->state_.get()](const PodInfo& pod) { state->UpsertPod(pod); });
+  KubeApi* kube = nullptr;
+  std::function<std::string()> list_snapshot;
+  if (options.kube) {
+    app->client_ = std::make_unique<kube::KubeClient>(*options.kube, options.client, clock);
+    app->watcher_ =
+        std::make_unique<kube::ClusterWatcher>(*app->client_, *app->state_, clock, options.watcher);
+    kube = app->client_.get();
+    list_snapshot = [state = app->state_.get()] {
+      auto [nodes, pods] = state->Export();
+      return codec::EncodeList(nodes, pods);
+    };
+  } else {
+    Result<std::unique_ptr<snapshot::InMemoryCluster>> cluster =
+        snapshot::InMemoryCluster::Load(options.snapshot_json);
+    if (!cluster.ok()) return cluster.status();
+    app->cluster_ = std::move(cluster).value();
+    app->state_->Reset(app->cluster_->Nodes(), app->cluster_->Pods());
+    // Writes to the cluster reach the cache the way watch events would.
+    app->cluster_->SetPodListener(
+        [state = app->state_.get()](const PodInfo& pod) { state->UpsertPod(pod); });
+    kube = app->cluster_.get();
+    list_snapshot = [source = app->cluster_.get()] { return source->ListJson(); };
+  }
 
   app->context_ = std::make_unique<service::SchedulingContext>(service::SchedulingContext{
       *app->state_, app->presets_, options.default_preset, app->recent_pods_, app->decisions_,
       app->clock_, &app->evaluation_cache_});
   app->service_ = std::make_unique<service::ExtenderService>(*app->context_);
-  app->binder_ = std::make_unique<service::Binder>(*app->context_, *app->cluster_);
-  snapshot::InMemoryCluster* source = app->cluster_.get();
+  app->binder_ = std::make_unique<service::Binder>(*app->context_, *kube);
+  App* self = app.get();
   app->server_ = std::make_unique<http::ExtenderServer>(
-      options.server,
-      http::ServerDependencies{*app->service_, *app->binder_, *app->context_,
-                               [source] { return source->ListJson(); }, [] { return true; }});
+      options.server, http::ServerDependencies{*app->service_, *app->binder_, *app->context_,
+                                               std::move(list_snapshot),
+                                               [self] { return self->Ready(); }, &app->metrics_});
+  app->RegisterCollectors();
   return app;
 }
 

@@ -6,6 +6,7 @@
 #define GPUTOPO_SRC_APP_APP_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,9 @@
 #include "policies/registry/component_registry.h"
 #include "policies/state/cluster_state.h"
 #include "src/http/extender_server.h"
+#include "src/kube/cluster_watcher.h"
+#include "src/kube/kube_client.h"
+#include "src/observability/metrics.h"
 #include "src/service/binder.h"
 #include "src/service/decision_log.h"
 #include "src/service/extender_service.h"
@@ -29,9 +33,14 @@ namespace gputopo::app {
 struct AppOptions {
   http::ServerOptions server;
   std::string default_preset = "default";
-  std::string presets_dir;    // extra preset files (*.json); empty: the built-in ones only
-  std::string profiles_dir;   // extra machine profiles (*.json)
-  std::string snapshot_json;  // the cluster: a kubectl-style List of Nodes and Pods
+  std::string presets_dir;   // extra preset files (*.json); empty: the built-in ones only
+  std::string profiles_dir;  // extra machine profiles (*.json)
+  // The source of truth: the API server when `kube` is set (live), else the snapshot: a
+  // kubectl-style List of Nodes and Pods.
+  std::string snapshot_json;
+  std::optional<kube::KubeConfig> kube;
+  kube::ClientOptions client;
+  kube::WatcherOptions watcher;
 };
 
 // The catalogs, built from embedded files plus the optional directories. Error names the file.
@@ -45,27 +54,42 @@ class App {
   static Result<std::unique_ptr<App>> Create(const AppOptions& options, const Clock& clock);
   ~App();
 
-  Status Start() { return server_->Start(); }
+  // Starts watching the API server (live mode) and serving.
+  Status Start();
   int port() const { return server_->port(); }
   void RequestStop() { server_->RequestStop(); }
   void Wait() { server_->Wait(); }
-  void Stop() { server_->Stop(); }
+  void Stop();
 
+  bool live() const { return watcher_ != nullptr; }
+  // Ready to schedule: always with a snapshot; live, once the watch has synced (and not stale).
+  bool Ready() const { return watcher_ == nullptr || watcher_->Ready(); }
+  // Precondition: !live().
   snapshot::InMemoryCluster& cluster() { return *cluster_; }
+  // Live mode only (else nullptr).
+  const kube::ClusterWatcher* watcher() const { return watcher_.get(); }
   const service::ExtenderService& extender_service() const { return *service_; }
+  // What GET /metrics renders.
+  observability::MetricsRegistry& metrics() { return metrics_; }
   policies::ClusterState& state() { return *state_; }
   const policies::PresetCatalog& presets() const { return presets_; }
 
  private:
   App(const AppOptions& options, const Clock& clock);
 
+  // Add state and cache collectors; called once the parts exist.
+  void RegisterCollectors();
+
   const Clock& clock_;
+  observability::MetricsRegistry metrics_;  // outlives everything below that records into it
   topology::ShapeInterner interner_;
   topology::ProfileCatalog profiles_{interner_};
   topology::TopologyResolver resolver_{profiles_, interner_};
   policies::PresetCatalog presets_;
   std::unique_ptr<policies::ClusterState> state_;
-  std::unique_ptr<snapshot::InMemoryCluster> cluster_;
+  std::unique_ptr<snapshot::InMemoryCluster> cluster_;  // snapshot mode
+  std::unique_ptr<kube::KubeClient> client_;            // live mode
+  std::unique_ptr<kube::ClusterWatcher> watcher_;       // live mode
   service::RecentPods recent_pods_{4096};
   service::DecisionLog decisions_{256, 256};
   policies::EvaluationCache evaluation_cache_;

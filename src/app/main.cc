@@ -1,5 +1,6 @@
 // gputopo: a topology-aware GPU scheduler extender for kube-scheduler.
 //
+//   gputopo serve [--kubeconfig FILE]                  serve a live cluster (in-cluster by default)
 //   gputopo serve --listen HOST:PORT --snapshot FILE   serve a cluster loaded from a List
 //   gputopo demo                                       serve the embedded demo cluster and
 //                                                      schedule its pending pods through HTTP
@@ -7,13 +8,18 @@
 //   gputopo topology profiles                          list the shipped machine profiles
 //
 // main is the only place that reads flags, installs signal handling and configures logging.
+#include <curl/curl.h>
 #include <malloc.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <cctype>
+#include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -21,6 +27,8 @@
 #include "src/app/demo.h"
 #include "src/app/system_clock.h"
 #include "src/codec/topology_document.h"
+#include "src/kube/kube_config.h"
+#include "src/observability/json_log.h"
 #include "topology/nvidia_smi_parser.h"
 
 namespace gputopo::app {
@@ -41,6 +49,20 @@ Status ParseListen(const std::string& listen, http::ServerOptions& options) {
   options.port = std::stoi(port);
   if (options.host.empty()) options.host = "0.0.0.0";
   return Status::Ok();
+}
+
+// "90", "90s", "2m", "1h", "500ms" -> milliseconds; nullopt when unreadable.
+std::optional<std::chrono::milliseconds> ParseDuration(const std::string& text) {
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  if (digits == 0 || digits > 9) return std::nullopt;
+  const long long n = std::stoll(text.substr(0, digits));
+  const std::string unit = text.substr(digits);
+  if (unit.empty() || unit == "s") return std::chrono::seconds(n);
+  if (unit == "ms") return std::chrono::milliseconds(n);
+  if (unit == "m") return std::chrono::minutes(n);
+  if (unit == "h") return std::chrono::hours(n);
+  return std::nullopt;
 }
 
 // Blocks SIGINT/SIGTERM for every thread started after this, and stops `app` when one arrives.
@@ -161,11 +183,18 @@ void TuneAllocator() {
 
 int Main(int argc, char** argv) {
   TuneAllocator();
+  curl_global_init(
+      CURL_GLOBAL_DEFAULT);  // before any thread starts; the Kubernetes client needs it
   CLI::App cli{"gputopo: places GPU pods by the real hardware topology (kube-scheduler extender)"};
   cli.require_subcommand(1);
   std::string log_level = "info";
   cli.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+  std::string log_format = "text";
+  cli.add_option("--log-format", log_format,
+                 "text, or json: one JSON object per line for log collectors")
+      ->check(CLI::IsMember({"text", "json"}));
+  cli.fallthrough();  // global flags may follow the subcommand: `gputopo serve --log-format=json`
 
   AppOptions options;
   std::string listen = "127.0.0.1:8888";
@@ -187,10 +216,28 @@ int Main(int argc, char** argv) {
   };
   CLI::App* serve = cli.add_subcommand("serve", "serve filter/prioritize/bind for a cluster");
   add_server_flags(serve);
+  std::string kubeconfig;
+  std::string context;
+  std::string staleness = "60s";
   serve
       ->add_option("--snapshot", snapshot_path,
-                   "kubectl get nodes,pods -A -o json output: the cluster to serve")
-      ->required()
+                   "serve this `kubectl get nodes,pods -A -o json` output instead of a live "
+                   "cluster")
+      ->check(CLI::ExistingFile);
+  serve
+      ->add_option("--kubeconfig", kubeconfig,
+                   "kubeconfig file (YAML or JSON); default: the in-cluster service account")
+      ->check(CLI::ExistingFile);
+  serve->add_option("--context", context, "kubeconfig context (default: its current-context)");
+  serve
+      ->add_option("--staleness", staleness,
+                   "/readyz fails once the watch has been broken this long (90s, 2m)")
+      ->capture_default_str();
+  serve
+      ->add_option("--tls-cert", options.server.tls_cert_file,
+                   "serve HTTPS with this PEM certificate")
+      ->check(CLI::ExistingFile);
+  serve->add_option("--tls-key", options.server.tls_key_file, "and this PEM private key")
       ->check(CLI::ExistingFile);
 
   CLI::App* demo = cli.add_subcommand("demo", "serve the embedded demo cluster and schedule it");
@@ -215,7 +262,11 @@ int Main(int argc, char** argv) {
     return cli.exit(e);
   }
   spdlog::set_level(spdlog::level::from_str(log_level));
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  if (log_format == "json") {
+    observability::UseJsonLogs(*spdlog::default_logger());
+  } else {
+    observability::UseTextLogs(*spdlog::default_logger());
+  }
 
   if (*import) return RunTopologyImport(replicas, compact);
   if (*profiles) return RunListProfiles();
@@ -225,7 +276,35 @@ int Main(int argc, char** argv) {
   }
   options.server.max_body_bytes = static_cast<size_t>(max_body_mib) << 20;
   if (*serve) {
-    options.snapshot_json = ReadFileOrEmpty(snapshot_path);
+    if (options.server.tls_cert_file.empty() != options.server.tls_key_file.empty()) {
+      std::cerr << "gputopo: --tls-cert and --tls-key go together\n";
+      return 2;
+    }
+    if (!snapshot_path.empty()) {
+      if (!kubeconfig.empty()) {
+        std::cerr << "gputopo: --snapshot and --kubeconfig exclude each other\n";
+        return 2;
+      }
+      options.snapshot_json = ReadFileOrEmpty(snapshot_path);
+      return RunServer(options, /*demo=*/false, false);
+    }
+    const std::optional<std::chrono::milliseconds> stale = ParseDuration(staleness);
+    if (!stale) {
+      std::cerr << "gputopo: --staleness " << staleness << " is not a duration (90s, 2m)\n";
+      return 2;
+    }
+    options.watcher.staleness = std::chrono::duration_cast<std::chrono::seconds>(*stale);
+    const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
+    const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
+    Result<kube::KubeConfig> config =
+        kubeconfig.empty() ? kube::InClusterConfig(host ? host : "", port ? port : "")
+                           : kube::LoadKubeconfig(kubeconfig, context);
+    if (!config.ok()) {
+      std::cerr << "gputopo: " << config.status().message() << "\n";
+      return 2;
+    }
+    spdlog::info("API server {} (context {})", config->server, config->context);
+    options.kube = std::move(config).value();
     return RunServer(options, /*demo=*/false, false);
   }
   options.snapshot_json = DemoClusterJson();

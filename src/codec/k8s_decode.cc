@@ -204,8 +204,28 @@ Result<PodInfo> DecodePodValue(value pod_value) {
       value status = field.value();
       if (status.type() == json_type::null) continue;
       for (auto status_field : status.get_object()) {
-        if (status_field.unescaped_key().value() == "phase") {
+        const std::string_view status_key = status_field.unescaped_key();
+        if (status_key == "phase") {
           pod.phase = ParsePhase(StringOrEmpty(status_field.value()));
+        } else if (status_key == "containerStatuses") {
+          value statuses = status_field.value();
+          if (statuses.type() == json_type::null) continue;
+          bool all = true;
+          bool any = false;
+          for (auto container : statuses.get_array()) {
+            any = true;
+            bool terminated = false;
+            for (auto f : container.get_object()) {
+              if (f.unescaped_key().value() != "state") continue;
+              value state = f.value();
+              if (state.type() != json_type::object) continue;
+              for (auto s : state.get_object()) {
+                terminated |= s.unescaped_key().value() == "terminated";
+              }
+            }
+            all &= terminated;
+          }
+          pod.containers_terminated = any && all;
         }
       }
     }

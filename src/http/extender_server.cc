@@ -4,9 +4,11 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <optional>
 
 #include "src/http/debug_views.h"
 #include "src/http/parser_pool.h"
+#include "src/http/request_metrics.h"
 
 namespace gputopo::http {
 namespace {
@@ -34,7 +36,18 @@ struct ExtenderServer::Impl {
   Impl(ServerOptions o, ServerDependencies d)
       : options(std::move(o)),
         deps(std::move(d)),
-        parsers(options.max_body_bytes, kPooledParserBytes, static_cast<size_t>(options.threads)) {}
+        parsers(options.max_body_bytes, kPooledParserBytes, static_cast<size_t>(options.threads)),
+        server_owner(options.tls_cert_file.empty()
+                         ? std::make_unique<httplib::Server>()
+                         : std::make_unique<httplib::SSLServer>(options.tls_cert_file.c_str(),
+                                                                options.tls_key_file.c_str())),
+        server(*server_owner) {
+    if (deps.metrics != nullptr) metrics.emplace(*deps.metrics);
+  }
+
+  void Record(Verb verb, RequestResult result, std::chrono::steady_clock::time_point start) {
+    if (metrics) metrics->Request(verb, result, deps.context.clock.MonotonicNow() - start);
+  }
 
   void Routes();
   void HandleFilter(const httplib::Request& req, httplib::Response& res);
@@ -44,7 +57,9 @@ struct ExtenderServer::Impl {
   ServerOptions options;
   ServerDependencies deps;
   ParserPool parsers;
-  httplib::Server server;
+  std::unique_ptr<httplib::Server> server_owner;  // httplib::SSLServer with TLS
+  httplib::Server& server;
+  std::optional<RequestMetrics> metrics;
   std::thread thread;
 };
 
@@ -58,6 +73,7 @@ void ExtenderServer::Impl::HandleFilter(const httplib::Request& req, httplib::Re
                  args.status().message(), req.body.size());
     res.set_content(extender::WriteFilterError("gputopo: bad request: " + args.status().message()),
                     kJson);
+    Record(Verb::kFilter, RequestResult::kBadRequest, start);
     return;
   }
   const service::FilterReply reply = deps.service.Filter(**args);
@@ -67,10 +83,16 @@ void ExtenderServer::Impl::HandleFilter(const httplib::Request& req, httplib::Re
     spdlog::info("filter pod={} error=\"{}\" took={}us", r.pod_key, reply.error,
                  MicrosSince(clock, start));
     res.set_content(extender::WriteFilterError(reply.error), kJson);
+    Record(Verb::kFilter, RequestResult::kError, start);
     return;
   }
   res.set_content(extender::WriteFilterResult(**args, reply.outcomes), kJson);
   deps.service.Commit(reply.record);
+  Record(Verb::kFilter, RequestResult::kOk, start);
+  if (metrics) {
+    metrics->FilterNodes(r.passed, r.failed, r.unresolvable);
+    metrics->FilterFailures(r.failure_reasons);
+  }
   const long long took = MicrosSince(clock, start);
   SetServerTiming(res, took);
   spdlog::info("filter pod={} mode={} candidates={} passed={} failed={} unresolvable={} took={}us",
@@ -88,6 +110,7 @@ void ExtenderServer::Impl::HandlePrioritize(const httplib::Request& req, httplib
                  args.status().message(), req.body.size());
     res.status = 400;
     res.set_content("gputopo: bad request: " + args.status().message() + "\n", "text/plain");
+    Record(Verb::kPrioritize, RequestResult::kBadRequest, start);
     return;
   }
   const service::PrioritizeReply reply = deps.service.Prioritize(**args);
@@ -98,6 +121,7 @@ void ExtenderServer::Impl::HandlePrioritize(const httplib::Request& req, httplib
                  MicrosSince(clock, start));
     res.status = 400;
     res.set_content(reply.error + "\n", "text/plain");
+    Record(Verb::kPrioritize, RequestResult::kError, start);
     return;
   }
   std::string_view best;
@@ -110,6 +134,7 @@ void ExtenderServer::Impl::HandlePrioritize(const httplib::Request& req, httplib
   }
   res.set_content(extender::WritePriorityList(reply.scores), kJson);
   deps.service.Commit(reply.record);
+  Record(Verb::kPrioritize, RequestResult::kOk, start);
   const long long took = MicrosSince(clock, start);
   SetServerTiming(res, took);
   spdlog::info("prioritize pod={} candidates={} best={} score={} took={}us", r.pod_key,
@@ -125,17 +150,21 @@ void ExtenderServer::Impl::HandleBind(const httplib::Request& req, httplib::Resp
                  args.status().message());
     res.set_content(
         extender::WriteBindingResult("gputopo: bad request: " + args.status().message()), kJson);
+    Record(Verb::kBind, RequestResult::kBadRequest, start);
     return;
   }
   const Status status = deps.binder.Bind(*args);
+  if (metrics) metrics->Bind(status.code());
   const std::string pod = args->pod_namespace + "/" + args->pod_name;
   if (!status.ok()) {
     spdlog::warn("bind pod={} node={} failed: {} took={}us", pod, args->node, status.ToString(),
                  MicrosSince(clock, start));
     res.set_content(extender::WriteBindingResult("gputopo: " + status.message()), kJson);
+    Record(Verb::kBind, RequestResult::kError, start);
     return;
   }
   res.set_content(extender::WriteBindingResult(""), kJson);
+  Record(Verb::kBind, RequestResult::kOk, start);
   const long long took = MicrosSince(clock, start);
   SetServerTiming(res, took);
   spdlog::info("bind pod={} node={} ok took={}us", pod, args->node, took);
@@ -224,6 +253,11 @@ void ExtenderServer::Impl::Routes() {
     }
     res.set_content(RenderNode(*node), kJson);
   });
+  if (deps.metrics != nullptr) {
+    server.Get("/metrics", [this](const auto&, auto& res) {
+      res.set_content(deps.metrics->Render(), std::string(observability::kExpositionContentType));
+    });
+  }
   server.Get("/debug/snapshot",
              [this](const auto&, auto& res) { res.set_content(deps.list_snapshot(), kJson); });
 }
@@ -237,6 +271,10 @@ ExtenderServer::~ExtenderServer() { Stop(); }
 
 Status ExtenderServer::Start() {
   const ServerOptions& o = impl_->options;
+  if (!impl_->server.is_valid()) {
+    return InvalidArgument("cannot load the TLS certificate " + o.tls_cert_file + " and key " +
+                           o.tls_key_file);
+  }
   if (o.port == 0) {
     port_ = impl_->server.bind_to_any_port(o.host);
   } else {

@@ -4,6 +4,7 @@
 //   GET  /healthz, /readyz                                      probes
 //   GET  /debug, /debug/decisions, /debug/pods/<ns>/<name>,
 //        /debug/nodes, /debug/nodes/<name>, /debug/snapshot     what gputopo sees and decided
+//   GET  /metrics                                               Prometheus (request_metrics.h)
 //
 // Bad requests get the protocol's error: the Error field for filter and bind (kube-scheduler
 // shows it on the pod), HTTP 400 for prioritize (which has no error field), 413 for a body over
@@ -20,6 +21,7 @@
 #include <thread>
 
 #include "gputopo/status.h"
+#include "src/observability/metrics.h"
 #include "src/service/binder.h"
 #include "src/service/extender_service.h"
 
@@ -31,6 +33,8 @@ struct ServerOptions {
   size_t max_body_bytes = 256u << 20;  // larger requests get 413
   int threads = 8;
   size_t debug_max_nodes = 200;  // nodes listed per cycle on /debug/pods
+  std::string tls_cert_file;     // both set: serve HTTPS (extender enableHTTPS)
+  std::string tls_key_file;
 };
 
 // What the server serves besides the verbs.
@@ -42,6 +46,9 @@ struct ServerDependencies {
   std::function<std::string()> list_snapshot;
   // True once the cache has synced.
   std::function<bool()> ready;
+  // Request metrics are recorded here, and GET /metrics renders it; null: no /metrics. Must
+  // outlive the server.
+  observability::MetricsRegistry* metrics = nullptr;
 };
 
 class ExtenderServer {
@@ -51,7 +58,8 @@ class ExtenderServer {
   ExtenderServer(const ExtenderServer&) = delete;
   ExtenderServer& operator=(const ExtenderServer&) = delete;
 
-  // Binds the port and serves on a background thread. Error when the port cannot be bound.
+  // Binds the port and serves on a background thread. Error when the port cannot be bound or the
+  // TLS certificate or key cannot be loaded.
   Status Start();
   // The port bound (useful with port 0).
   int port() const { return port_; }

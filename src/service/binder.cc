@@ -8,6 +8,12 @@ namespace {
 // Reservation attempts when the node keeps changing under a bind.
 constexpr int kReserveAttempts = 5;
 
+// Errors after which the call may or may not have taken effect.
+bool Ambiguous(const Status& status) {
+  return status.code() == StatusCode::kDeadlineExceeded ||
+         status.code() == StatusCode::kUnavailable;
+}
+
 }  // namespace
 
 Result<PodInfo> Binder::FindPod(const extender::BindingArgs& args) const {
@@ -44,6 +50,10 @@ Status Binder::BindOnce(const extender::BindingArgs& args, BindRecord& record) c
   Result<std::shared_ptr<const policies::Preset>> preset = context_.PresetFor(*requirements);
   if (!preset.ok()) return preset.status();
 
+  // A retry after an attempt whose outcome was unknown: that attempt's reservation goes (the API
+  // server refuses a second Binding, so at most one attempt can land).
+  context_.state.CancelReservation(pod.uid);
+
   policies::Reservation reservation;
   reservation.pod = pod;
   reservation.node = args.node;
@@ -59,6 +69,7 @@ Status Binder::BindOnce(const extender::BindingArgs& args, BindRecord& record) c
     }
     reservation.gpus = topology::ToIndices(e.gpus);
     reservation.node_version = node->version();
+    reservation.made = context_.clock.MonotonicNow();
     reserved = context_.state.Reserve(reservation);
     if (reserved.ok()) {
       for (int gpu : reservation.gpus) record.gpus.push_back(node->GpuLabel(gpu));
@@ -72,16 +83,70 @@ Status Binder::BindOnce(const extender::BindingArgs& args, BindRecord& record) c
   std::string assigned;
   for (const std::string& gpu : record.gpus) assigned += (assigned.empty() ? "" : ",") + gpu;
   const PodRef ref{pod.namespace_name, pod.name, pod.uid};
-  if (Status s = kube_.AnnotatePod(ref, pod.resource_version, kAnnotationAssignedGpus, assigned);
-      !s.ok()) {
-    context_.state.CancelReservation(pod.uid);
-    return s.WithContext("writing " + std::string(kAnnotationAssignedGpus));
+
+  // 1. The annotation, guarded by uid and resourceVersion.
+  Status annotated =
+      kube_.AnnotatePod(ref, pod.resource_version, kAnnotationAssignedGpus, assigned);
+  if (annotated.code() == StatusCode::kConflict) {
+    // Our copy of the pod may be stale (another controller touched it): read it again, and try
+    // once more if it is still this incarnation and still unbound.
+    Result<PodInfo> now = kube_.GetPod(pod.namespace_name, pod.name);
+    if (now.ok() && now->uid == pod.uid && now->node_name.empty()) {
+      annotated = kube_.AnnotatePod(ref, now->resource_version, kAnnotationAssignedGpus, assigned);
+    }
   }
-  if (Status s = kube_.BindPod(ref, args.node); !s.ok()) {
+  if (!annotated.ok() && Ambiguous(annotated)) {
+    // The patch may have been applied: look before deciding.
+    Result<PodInfo> now = kube_.GetPod(pod.namespace_name, pod.name);
+    if (now.ok() && now->uid == pod.uid &&
+        FindAnnotation(now->annotations, kAnnotationAssignedGpus) == assigned) {
+      annotated = Status::Ok();
+    }
+  }
+  if (!annotated.ok()) {
+    // Not bound either way, so the GPUs are free again; a stale annotation on an unbound pod is
+    // ignored by every reader and overwritten by the next bind.
     context_.state.CancelReservation(pod.uid);
-    return s.WithContext("creating the Binding");
+    return annotated.WithContext("writing " + std::string(kAnnotationAssignedGpus));
+  }
+
+  // 2. The Binding.
+  Status bound = kube_.BindPod(ref, args.node);
+  if (!bound.ok() && (Ambiguous(bound) || bound.code() == StatusCode::kConflict)) {
+    // A timed-out bind may have succeeded, and a 409 may be our own earlier attempt: ask the
+    // API server where the pod is before freeing anything (releasing GPUs of a pod that did get
+    // bound is how other GPU schedulers double-allocate).
+    Result<PodInfo> now = kube_.GetPod(pod.namespace_name, pod.name);
+    if (now.ok() && now->uid == pod.uid && now->node_name == args.node) {
+      bound = Status::Ok();
+    } else if (now.ok() && now->uid == pod.uid && !now->node_name.empty()) {
+      bound = Conflict("pod " + pod.Key() + " was bound to node " + now->node_name);
+    } else if (Ambiguous(bound) && !(now.ok() && now->uid != pod.uid)) {
+      // Not bound yet, or we cannot tell - but a timed-out Binding can still land after we
+      // looked. Keep the GPUs reserved: the watch turns the reservation into a placement when
+      // the pod shows up bound, a retry of this pod replaces it, and
+      // ClusterState::ExpireReservations frees it if neither happens.
+      return bound.WithContext(
+          "creating the Binding (outcome unknown; the GPUs stay reserved "
+          "until the pod is seen)");
+    }
+  }
+  if (!bound.ok()) {
+    context_.state.CancelReservation(pod.uid);
+    return bound.WithContext("creating the Binding");
   }
   context_.state.ConfirmBinding(pod.uid, args.node);
+
+  // 3. Tell people, on the pod: best effort.
+  std::string message =
+      "gputopo assigned " + record.placement + " on node " + args.node + " (" + assigned + ")";
+  for (const policies::ComponentResult& c : record.components) {
+    message +=
+        "; " + c.name + " " + std::to_string(static_cast<int>(c.score + 0.5)) + ": " + c.detail;
+  }
+  if (Status s = kube_.RecordEvent(ref, "GPUsAssigned", message); !s.ok()) {
+    record.event_error = s.message();
+  }
   return Status::Ok();
 }
 

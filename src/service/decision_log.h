@@ -83,7 +83,8 @@ struct BindRecord {
   std::string placement;          // islands and NUMA nodes, for people
   double weighted_score = 0.0;    // the node's weighted score for the chosen GPUs
   std::vector<policies::ComponentResult> components;
-  std::string error;  // empty on success
+  std::string error;        // empty on success
+  std::string event_error;  // recording the Event failed (the bind did not)
 };
 
 using DecisionRecord =

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "src/codec/k8s_encode.h"
 #include "src/codec/k8s_ondemand.h"
 
 namespace gputopo::snapshot {
@@ -204,6 +205,21 @@ Status InMemoryCluster::BindPod(const PodRef& pod, std::string_view node) {
   conditions.push_back({{"type", "PodScheduled"}, {"status", "True"}});
   object["metadata"]["resourceVersion"] = NextResourceVersionLocked();
   return ReplacePodLocked(slot, Dump(object));
+}
+
+Status InMemoryCluster::RecordEvent(const PodRef& pod, std::string_view reason,
+                                    std::string_view message) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::string version = NextResourceVersionLocked();
+  // As the API server stores it: named from generateName (which it keeps), with a
+  // resourceVersion. The snapshot
+  // has no clock, so the timestamps are left out.
+  json event = codec::EncodePodEvent(pod, reason, message, "gputopo", "");
+  json& metadata = event["metadata"];
+  metadata["name"] = metadata["generateName"].get<std::string>() + version;
+  metadata["resourceVersion"] = version;
+  items_.push_back({"Event", Dump(event)});
+  return Status::Ok();
 }
 
 }  // namespace gputopo::snapshot

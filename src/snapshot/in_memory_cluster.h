@@ -51,6 +51,8 @@ class InMemoryCluster final : public KubeApi {
   Status AnnotatePod(const PodRef& pod, std::string_view resource_version, std::string_view key,
                      std::string_view value) override;
   Status BindPod(const PodRef& pod, std::string_view node) override;
+  // Appends a v1 Event to the cluster (ListJson shows it).
+  Status RecordEvent(const PodRef& pod, std::string_view reason, std::string_view message) override;
 
  private:
   struct Item {

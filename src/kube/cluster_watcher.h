@@ -1,0 +1,115 @@
+// ClusterWatcher: keeps ClusterState in step with the API server (a reflector per kind).
+//
+// For Nodes and Pods, each on its own thread: list (in pages) and replace that kind in the
+// cache, then watch from the list's resourceVersion with bookmarks. Every event is applied as it
+// arrives; bookmarks and objects move the resourceVersion on. When the server ends a watch
+// (timeoutSeconds) it is resumed from the last resourceVersion; when the stream breaks it is
+// resumed after a backoff (exponential, jittered, capped); when the resourceVersion is too old
+// (410 Gone, as an HTTP status or an ERROR event) the kind is listed afresh. An event only counts
+// once its whole line has arrived, and applying one is idempotent, so a stream dropped in the
+// middle of an event neither loses nor double-counts a pod.
+//
+// What is kept: nodes that advertise nvidia.com/gpu (or carry gputopo's label or annotation),
+// and pods that request it (ClusterState drops the rest), so memory follows the GPU fleet, not
+// the cluster.
+//
+// Ready() is true once both kinds have been listed, and turns false while a watch has been broken
+// for longer than the staleness bound.
+//
+// Thread safety: Start/Stop from one thread; the accessors are thread-safe.
+#ifndef GPUTOPO_SRC_KUBE_CLUSTER_WATCHER_H_
+#define GPUTOPO_SRC_KUBE_CLUSTER_WATCHER_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "gputopo/clock.h"
+#include "policies/state/cluster_state.h"
+#include "src/kube/kube_client.h"
+
+namespace gputopo::kube {
+
+struct WatcherOptions {
+  int page_size = 500;
+  int watch_timeout_seconds = 300;  // the server ends each watch after this; we resume it
+  std::chrono::milliseconds backoff_initial{500};
+  std::chrono::milliseconds backoff_max{30000};
+  std::chrono::seconds staleness{60};         // Ready() turns false past this
+  std::chrono::seconds reservation_ttl{120};  // see ClusterState::ExpireReservations
+};
+
+struct WatcherStats {
+  uint64_t events = 0;      // events applied, both kinds
+  uint64_t relists = 0;     // full lists after the first (410 Gone)
+  uint64_t reconnects = 0;  // watches resumed after a broken stream
+  uint64_t expired_reservations = 0;
+  double cache_age_seconds = 0;  // since the last event, bookmark or list of either kind
+  bool synced = false;
+};
+
+class ClusterWatcher {
+ public:
+  // All must outlive the watcher.
+  ClusterWatcher(KubeClient& client, policies::ClusterState& state, const Clock& clock,
+                 WatcherOptions options);
+  ~ClusterWatcher();
+  ClusterWatcher(const ClusterWatcher&) = delete;
+  ClusterWatcher& operator=(const ClusterWatcher&) = delete;
+
+  void Start();
+  void Stop();
+
+  bool Ready() const;
+  WatcherStats Stats() const;
+
+ private:
+  enum class KindId { kNodes, kPods };
+  struct Kind {
+    Kind(KindId i, const char* n, const char* p) : id(i), name(n), path(p) {}
+    KindId id;
+    const char* name;
+    const char* path;
+    std::atomic<bool> synced{false};
+    std::atomic<int64_t> broken_since_ns{0};  // monotonic ns; 0 while healthy
+    std::thread thread;
+  };
+
+  void Run(Kind& kind);
+  // Lists the kind and replaces it in the cache; the list's resourceVersion, or an error.
+  Result<std::string> List(Kind& kind);
+  struct Decoders;
+  // Applies one event line; returns false when the kind must be listed again (410).
+  bool Apply(Kind& kind, Decoders& decoders, std::string_view line, std::string& resource_version);
+  // Waits `delay` or until Stop(); false when stopping.
+  bool Sleep(std::chrono::milliseconds delay);
+  int64_t NowNs() const;
+  void Touch();
+
+  KubeClient& client_;
+  policies::ClusterState& state_;
+  const Clock& clock_;
+  const WatcherOptions options_;
+  Kind nodes_{KindId::kNodes, "nodes", "/api/v1/nodes"};
+  Kind pods_{KindId::kPods, "pods", "/api/v1/pods"};
+  std::atomic<bool> stop_{false};
+  std::mutex sleep_mutex_;
+  std::condition_variable sleep_cv_;
+  std::atomic<uint64_t> events_{0};
+  std::atomic<uint64_t> relists_{0};
+  std::atomic<uint64_t> reconnects_{0};
+  std::atomic<uint64_t> expired_{0};
+  std::atomic<int64_t> last_activity_ns_{0};
+  std::atomic<int64_t> last_expiry_ns_{0};
+};
+
+// True when gputopo has a reason to keep this node: it advertises nvidia.com/gpu, or names a
+// topology profile or carries a topology document.
+bool IsGpuNode(const NodeInfo& node);
+
+}  // namespace gputopo::kube
+
+#endif  // GPUTOPO_SRC_KUBE_CLUSTER_WATCHER_H_

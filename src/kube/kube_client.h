@@ -1,0 +1,94 @@
+// KubeClient: the Kubernetes API server over HTTPS (libcurl).
+//
+// Implements KubeApi (read a pod, annotate it under UID and resourceVersion preconditions, bind
+// it, record an event) and the two calls the watch-driven cache needs: one page of a list, and a
+// watch stream delivered line by line. TLS is always verified unless the kubeconfig says
+// insecure-skip-tls-verify.
+//
+// Errors: 404 NotFound, 409 Conflict, 410 Gone, 401/403 FailedPrecondition, 5xx and connection
+// failures Unavailable, timeouts DeadlineExceeded (the effect of the call is then unknown), each
+// with the API server's own message when it sent a Status.
+//
+// Thread safety: thread-safe; each call uses its own curl handle from a small pool. The program
+// must have called curl_global_init() before constructing one (main does).
+#ifndef GPUTOPO_SRC_KUBE_KUBE_CLIENT_H_
+#define GPUTOPO_SRC_KUBE_KUBE_CLIENT_H_
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gputopo/clock.h"
+#include "gputopo/kube_api.h"
+#include "src/kube/kube_config.h"
+
+namespace gputopo::kube {
+
+struct ClientOptions {
+  std::chrono::milliseconds request_timeout{10000};
+  std::chrono::milliseconds connect_timeout{5000};
+  size_t max_response_bytes = size_t{1} << 30;  // a list of 100k pods is hundreds of MiB
+  std::string component = "gputopo";            // event source and User-Agent
+};
+
+class KubeClient final : public KubeApi {
+ public:
+  // `clock` must outlive the client.
+  KubeClient(KubeConfig config, ClientOptions options, const Clock& clock);
+  ~KubeClient() override;
+  KubeClient(const KubeClient&) = delete;
+  KubeClient& operator=(const KubeClient&) = delete;
+
+  Result<PodInfo> GetPod(std::string_view namespace_name, std::string_view name) override;
+  Status AnnotatePod(const PodRef& pod, std::string_view resource_version, std::string_view key,
+                     std::string_view value) override;
+  Status BindPod(const PodRef& pod, std::string_view node) override;
+  Status RecordEvent(const PodRef& pod, std::string_view reason, std::string_view message) override;
+
+  // One page of a list (`path` like "/api/v1/pods"): the raw NodeList/PodList body.
+  // `continue_token` is the previous page's metadata.continue; empty for the first page.
+  Result<std::string> ListPage(std::string_view path, int limit, std::string_view continue_token);
+
+  // Watches `path` from `resource_version` (bookmarks on, the server ends it after
+  // `timeout_seconds`), calling `on_open` once the server has accepted it (HTTP 200) and
+  // `on_event` with each complete line (one JSON event) as it arrives. Returns OK when the
+  // server ends the stream, an error when it fails (a partly received last line is dropped,
+  // never delivered) or Unavailable("stopped") once `stop` is set.
+  Status Watch(std::string_view path, std::string_view resource_version, int timeout_seconds,
+               const std::function<void()>& on_open,
+               const std::function<void(std::string_view)>& on_event,
+               const std::atomic<bool>& stop);
+
+ private:
+  struct Response {
+    long status = 0;
+    std::string body;
+  };
+  // One request; `body` empty for GET.
+  Result<Response> Call(std::string_view method, std::string_view path, std::string_view body,
+                        std::string_view content_type);
+  // Turns a non-2xx answer into a Status with the API server's message.
+  static Status ErrorOf(const Response& response, std::string_view what);
+
+  void* TakeHandle();
+  void ReturnHandle(void* handle);
+  // Sets URL, TLS and authentication on a reset handle; `headers` receives the header list to
+  // free after the transfer.
+  Status Prepare(void* handle, const std::string& url, std::string_view content_type,
+                 void** headers);
+
+  const KubeConfig config_;
+  const ClientOptions options_;
+  const Clock& clock_;
+  std::mutex pool_mutex_;
+  std::vector<void*> pool_;  // GUARDED_BY(pool_mutex_): idle CURL easy handles
+};
+
+}  // namespace gputopo::kube
+
+#endif  // GPUTOPO_SRC_KUBE_KUBE_CLIENT_H_

@@ -1,0 +1,206 @@
+// The watch-driven cache against the fake API server: sync, events, broken streams, 410 Gone,
+// bookmarks and readiness.
+#include "src/kube/cluster_watcher.h"
+
+#include <curl/curl.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <thread>
+
+#include "src/app/system_clock.h"
+#include "test/kube/kube_fixtures.h"
+#include "test/support/fake_api_server.h"
+#include "test/support/fake_clock.h"
+#include "test/support/test_cluster.h"
+
+namespace gputopo::kube {
+namespace {
+
+using nlohmann::json;
+using testing::FakeApiServer;
+using testing::GpuNode;
+using testing::GpuPod;
+using testing::WaitFor;
+
+json BoundPod(const std::string& name, const std::string& node, const std::string& gpus) {
+  json pod = GpuPod("ml", name, 1, {{"gputopo.io/assigned-gpus", gpus}});
+  pod["spec"]["nodeName"] = node;
+  pod["status"]["phase"] = "Running";
+  return pod;
+}
+
+class WatcherTest : public ::testing::Test {
+ protected:
+  WatcherTest()
+      : server_(FakeApiServer::Options{.history_window = 1000,
+                                       .bookmark_interval = std::chrono::milliseconds(100),
+                                       .worker_threads = 16,
+                                       .keep_alive_timeout_s = 5,
+                                       .now = {}}) {}
+  void SetUp() override {
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    ASSERT_TRUE(server_.Start());
+    KubeConfig config;
+    config.server = server_.base_url();
+    ClientOptions client;
+    client.request_timeout = std::chrono::seconds(2);
+    client_ = std::make_unique<KubeClient>(config, client, clock_);
+  }
+  void StartWatcher() {
+    WatcherOptions options;
+    options.watch_timeout_seconds = 5;
+    options.backoff_initial = std::chrono::milliseconds(20);
+    options.backoff_max = std::chrono::milliseconds(200);
+    options.staleness = std::chrono::seconds(30);
+    watcher_ = std::make_unique<ClusterWatcher>(*client_, cluster_.state(), clock_, options);
+    watcher_->Start();
+    ASSERT_TRUE(WaitFor([&] { return watcher_->Ready(); })) << "never synced";
+    ASSERT_TRUE(server_.WaitForOpenWatches(2, std::chrono::seconds(5)));
+  }
+  void TearDown() override {
+    if (watcher_) watcher_->Stop();
+    server_.Stop();
+  }
+  int UsedSlots(const std::string& node) const {
+    auto state = cluster_.Node(node);
+    return state ? state->used_slots() : -1;
+  }
+
+  FakeApiServer server_;
+  testing::TestCluster cluster_;
+  testing::FakeClock clock_;
+  std::unique_ptr<KubeClient> client_;
+  std::unique_ptr<ClusterWatcher> watcher_;
+};
+
+TEST_F(WatcherTest, InitialSyncKeepsOnlyGpuNodesAndGpuPods) {
+  ASSERT_TRUE(server_.CreateNode(GpuNode("gpu-1")).has_value());
+  ASSERT_TRUE(server_.CreateNode(testing::CpuNode("cpu-1")).has_value());
+  ASSERT_TRUE(server_.CreatePod(BoundPod("a", "gpu-1", "0")).has_value());
+  ASSERT_TRUE(server_.CreatePod(testing::CpuPod("ml", "web")).has_value());
+  ASSERT_TRUE(server_.CreatePod(GpuPod("ml", "pending", 2)).has_value());
+  EXPECT_FALSE(server_.GetPodObject("ml", "web")->empty());
+  StartWatcher();
+  auto snapshot = cluster_.state().Snapshot();
+  EXPECT_EQ(snapshot->node_count(), 1u);
+  EXPECT_NE(snapshot->Find("gpu-1"), nullptr);
+  EXPECT_EQ(snapshot->Find("cpu-1"), nullptr);
+  EXPECT_EQ(UsedSlots("gpu-1"), 1);
+  EXPECT_EQ(cluster_.state().Counts().pods, 2u);  // the two GPU pods; not "web"
+}
+
+TEST_F(WatcherTest, EventsReachTheCacheAsTheyHappen) {
+  ASSERT_TRUE(server_.CreateNode(GpuNode("gpu-1")).has_value());
+  StartWatcher();
+  ASSERT_TRUE(server_.CreatePod(BoundPod("a", "gpu-1", "0")).has_value());
+  ASSERT_TRUE(server_.CreatePod(BoundPod("b", "gpu-1", "1")).has_value());
+  ASSERT_TRUE(server_.CreatePod(BoundPod("c", "gpu-1", "2")).has_value());
+  ASSERT_TRUE(WaitFor([&] { return UsedSlots("gpu-1") == 3; }));
+  // A pod that finished frees its GPU at once.
+  server_.UpdatePod("ml", "a", [](json& p) { p["status"]["phase"] = "Succeeded"; });
+  ASSERT_TRUE(WaitFor([&] { return UsedSlots("gpu-1") == 2; }));
+  // Deletion requested and its containers gone: free, before the object disappears.
+  server_.UpdatePod("ml", "b", [](json& p) {
+    p["metadata"]["deletionTimestamp"] = "2026-11-29T10:00:00Z";
+    p["status"]["containerStatuses"] = {
+        {{"name", "main"}, {"state", {{"terminated", {{"exitCode", 0}}}}}}};
+  });
+  ASSERT_TRUE(WaitFor([&] { return UsedSlots("gpu-1") == 1; }));
+  ASSERT_TRUE(server_.DeletePod("ml", "c"));
+  ASSERT_TRUE(WaitFor([&] { return UsedSlots("gpu-1") == 0; }));
+  // A node going away, and a new one arriving.
+  ASSERT_TRUE(server_.CreateNode(GpuNode("gpu-2")).has_value());
+  ASSERT_TRUE(WaitFor([&] { return cluster_.Node("gpu-2") != nullptr; }));
+  ASSERT_TRUE(server_.DeleteNode("gpu-1"));
+  ASSERT_TRUE(WaitFor([&] { return cluster_.Node("gpu-1") == nullptr; }));
+}
+
+TEST_F(WatcherTest, ABrokenStreamResumesWithoutLosingOrRepeatingEvents) {
+  ASSERT_TRUE(server_.CreateNode(GpuNode("gpu-1", 4)).has_value());
+  StartWatcher();
+  std::map<std::string, std::string> uids;
+  for (int round = 0; round < 3; ++round) {
+    // Both watches (nodes, pods) are open again before the next break, so each round counts.
+    ASSERT_TRUE(server_.WaitForOpenWatches(2, std::chrono::seconds(5)));
+    (round % 2 == 0) ? server_.BreakWatchesMidEvent() : server_.BreakWatches();
+    // Written while no watch is open: the resumed watch must replay them from its
+    // resourceVersion.
+    for (int i = 0; i < 4; ++i) {
+      const std::string name = "r" + std::to_string(round) + "-" + std::to_string(i);
+      auto created = server_.CreatePod(BoundPod(name, "gpu-1", std::to_string(i)));
+      ASSERT_TRUE(created.has_value());
+      uids[name] = (*created)["metadata"]["uid"];
+    }
+    ASSERT_TRUE(server_.DeletePod("ml", "r" + std::to_string(round) + "-0"));
+  }
+  // Events apply in order, so once r2-3 is in and r2-0 (deleted last) is gone, all are applied.
+  ASSERT_TRUE(WaitFor([&] {
+    return cluster_.state().FindPod(uids["r2-3"]).has_value() &&
+           !cluster_.state().FindPod(uids["r2-0"]).has_value();
+  }));
+  // 12 created, 3 deleted: 9 pods, 9 slots, each counted once.
+  EXPECT_EQ(UsedSlots("gpu-1"), 9);
+  EXPECT_EQ(cluster_.state().Counts().pods, 9u);
+  EXPECT_GE(watcher_->Stats().reconnects, 3u);
+  EXPECT_EQ(watcher_->Stats().relists, 0u);  // resumed, not relisted
+}
+
+TEST_F(WatcherTest, TooOldResourceVersionListsAgain) {
+  ASSERT_TRUE(server_.CreateNode(GpuNode("gpu-1", 4)).has_value());
+  ASSERT_TRUE(server_.CreatePod(BoundPod("old", "gpu-1", "0")).has_value());
+  StartWatcher();
+  ASSERT_EQ(UsedSlots("gpu-1"), 1);
+  server_.BreakWatches();
+  ASSERT_TRUE(server_.DeletePod("ml", "old"));
+  ASSERT_TRUE(server_.CreatePod(BoundPod("new", "gpu-1", "3")).has_value());
+  server_.CompactHistory();  // the resumed watch gets 410: only a fresh list can tell
+  ASSERT_TRUE(WaitFor([&] { return watcher_->Stats().relists >= 1; }));
+  ASSERT_TRUE(WaitFor(
+      [&] { return UsedSlots("gpu-1") == 1 && cluster_.Node("gpu-1")->gpu(3).slots_used == 1; }));
+  EXPECT_EQ(cluster_.Node("gpu-1")->gpu(0).slots_used, 0);  // the deleted pod is gone
+}
+
+TEST_F(WatcherTest, BookmarksMoveTheResumePointOn) {
+  ASSERT_TRUE(server_.CreateNode(GpuNode("gpu-1")).has_value());
+  StartWatcher();
+  ASSERT_TRUE(server_.CreatePod(GpuPod("ml", "x", 1)).has_value());
+  ASSERT_TRUE(WaitFor([&] { return cluster_.state().Counts().pods == 1; }));
+  const std::string rv = server_.resource_version();
+  server_.SendBookmarks();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  server_.BreakWatches();
+  ASSERT_TRUE(server_.WaitForOpenWatches(2, std::chrono::seconds(5)));
+  bool resumed_at_bookmark = false;
+  for (const auto& r : server_.Requests()) {
+    if (r.watch && r.target.find("resourceVersion=" + rv) != std::string::npos) {
+      resumed_at_bookmark = true;
+    }
+  }
+  EXPECT_TRUE(resumed_at_bookmark);
+}
+
+TEST_F(WatcherTest, ReadinessFollowsSyncAndStaleness) {
+  ASSERT_TRUE(server_.CreateNode(GpuNode("gpu-1")).has_value());
+  WatcherOptions options;
+  options.watch_timeout_seconds = 5;
+  options.backoff_initial = std::chrono::milliseconds(20);
+  options.backoff_max = std::chrono::milliseconds(100);
+  options.staleness = std::chrono::seconds(60);
+  server_.DelayNext("GET", "/api/v1/pods", std::chrono::milliseconds(300));
+  watcher_ = std::make_unique<ClusterWatcher>(*client_, cluster_.state(), clock_, options);
+  watcher_->Start();
+  EXPECT_FALSE(watcher_->Ready());  // the pods list has not come back yet
+  ASSERT_TRUE(WaitFor([&] { return watcher_->Ready(); }));
+  // The API server goes away: still ready within the staleness bound...
+  server_.Stop();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_TRUE(watcher_->Ready());
+  clock_.Advance(std::chrono::seconds(61));
+  EXPECT_FALSE(watcher_->Ready());  // ...and not past it
+  ASSERT_TRUE(server_.Start());
+  ASSERT_TRUE(WaitFor([&] { return watcher_->Ready(); }));
+}
+
+}  // namespace
+}  // namespace gputopo::kube
