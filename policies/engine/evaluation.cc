@@ -354,32 +354,91 @@ uint32_t PodEvaluator::Add(std::shared_ptr<const NodeEvaluation> evaluation) {
 }
 
 uint32_t PodEvaluator::Evaluate(const NodeState& node) {
+  const GpuMask group = pod_.spread == SpreadMode::kNone || !node.has_topology()
+                            ? 0
+                            : node.GroupGpus(pod_.group, group_hash_);
+  return Add(EvaluateShared(node, group));
+}
+
+std::shared_ptr<const NodeEvaluation> PodEvaluator::EvaluateShared(const NodeState& node,
+                                                                   GpuMask group) {
   if (!node.has_topology()) {  // the error text differs per node: not memoised
-    return Add(std::make_shared<const NodeEvaluation>(EvaluateNode(pod_, node, preset_, 0)));
+    return std::make_shared<const NodeEvaluation>(EvaluateNode(pod_, node, preset_, 0));
   }
-  const GpuMask group =
-      pod_.spread == SpreadMode::kNone ? 0 : node.GroupGpus(pod_.group, group_hash_);
   if (cache_ != nullptr) {
     if (auto cached = cache_->Find(node, group, shape_id_)) {
       ++cache_hits_;
-      return Add(std::move(cached));
+      return cached;
     }
   }
   key_.assign(node.signature());
   char bytes[sizeof(group)];
   std::memcpy(bytes, &group, sizeof(group));
   key_.append(bytes, sizeof(group));
-  auto [it, inserted] = memo_.try_emplace(key_, 0);
+  auto [it, inserted] = memo_.try_emplace(key_, nullptr);
   if (!inserted) {
     ++memo_hits_;
-    if (cache_ != nullptr) cache_->Insert(node, group, shape_id_, evaluations_[it->second]);
-    return Add(evaluations_[it->second]);
+  } else {
+    it->second = std::make_shared<const NodeEvaluation>(EvaluateNode(pod_, node, preset_, group));
   }
-  auto evaluation =
-      std::make_shared<const NodeEvaluation>(EvaluateNode(pod_, node, preset_, group));
-  if (cache_ != nullptr) cache_->Insert(node, group, shape_id_, evaluation);
-  it->second = Add(std::move(evaluation));
+  if (cache_ != nullptr) cache_->Insert(node, group, shape_id_, it->second);
   return it->second;
+}
+
+CycleEvaluations PodEvaluator::EvaluateAt(const ClusterSnapshot& snapshot,
+                                          const std::vector<size_t>& positions) {
+  CycleEvaluations out;
+  out.per_node.resize(positions.size());
+  if (cache_ == nullptr) {
+    auto owned = std::make_shared<std::vector<std::shared_ptr<const NodeEvaluation>>>();
+    for (size_t i = 0; i < positions.size(); ++i) {
+      if (positions[i] == ClusterSnapshot::kNotFound) continue;
+      const NodeState& node = *snapshot.nodes()[positions[i]];
+      const GpuMask group = pod_.spread == SpreadMode::kNone || !node.has_topology()
+                                ? 0
+                                : node.GroupGpus(pod_.group, group_hash_);
+      owned->push_back(EvaluateShared(node, group));
+      out.per_node[i] = {owned->back().get(), owned->back()->weighted_score,
+                         owned->back()->verdict};
+    }
+    out.owners.push_back(std::move(owned));
+    return out;
+  }
+  // Evaluations of nodes that hold the pod's group are not the table's: owned here.
+  auto own = std::make_shared<std::vector<std::shared_ptr<const NodeEvaluation>>>();
+  const std::shared_ptr<ShapeTable> table = cache_->Table(shape_id_);
+  std::lock_guard<std::mutex> lock(table->mutex);
+  table->Attach(snapshot.name_index());
+  const bool spread = pod_.spread != SpreadMode::kNone;
+  constexpr size_t kAhead = 8;  // positions are random: fetch what they read early
+  for (size_t i = 0; i < positions.size(); ++i) {
+    if (i + kAhead < positions.size() && positions[i + kAhead] != ClusterSnapshot::kNotFound) {
+      __builtin_prefetch(&snapshot.summary(positions[i + kAhead]));
+      table->Prefetch(positions[i + kAhead]);
+    }
+    const size_t position = positions[i];
+    if (position == ClusterSnapshot::kNotFound) continue;
+    const NodeSummary& summary = snapshot.summary(position);
+    if (spread && summary.groups.MayContain(group_hash_)) {
+      const NodeState& node = *snapshot.nodes()[position];
+      const GpuMask group = node.has_topology() ? node.GroupGpus(pod_.group, group_hash_) : 0;
+      if (group != 0) {
+        own->push_back(EvaluateShared(node, group));
+        out.per_node[i] = {own->back().get(), own->back()->weighted_score, own->back()->verdict};
+        continue;
+      }
+    }
+    if (const EvaluationRef* found = table->Find(position, summary.version)) {
+      ++table_hits_;
+      out.per_node[i] = *found;
+      continue;
+    }
+    out.per_node[i] =
+        table->Store(position, summary.version, EvaluateShared(*snapshot.nodes()[position], 0));
+  }
+  out.owners.push_back(table->Pin());
+  if (!own->empty()) out.owners.push_back(std::move(own));
+  return out;
 }
 
 }  // namespace gputopo::policies

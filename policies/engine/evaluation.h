@@ -22,6 +22,7 @@
 
 #include "policies/registry/component_registry.h"
 #include "policies/requirements/pod_requirements.h"
+#include "policies/state/cluster_snapshot.h"
 #include "policies/state/node_state.h"
 
 namespace gputopo::policies {
@@ -55,6 +56,21 @@ struct NodeEvaluation {
   bool fits() const { return verdict == Verdict::kFits; }
 };
 
+// A node's evaluation with the fields the request path reads of every node copied beside it,
+// so that a cycle over thousands of nodes need not touch the evaluations themselves.
+struct EvaluationRef {
+  const NodeEvaluation* evaluation = nullptr;
+  double weighted_score = 0.0;
+  Verdict verdict = Verdict::kUnschedulable;
+  bool fits() const { return verdict == Verdict::kFits; }
+};
+
+// One cycle's evaluations, one per node asked about, and what keeps them alive.
+struct CycleEvaluations {
+  std::vector<EvaluationRef> per_node;  // evaluation is null where the node is unknown
+  std::vector<std::shared_ptr<const void>> owners;
+};
+
 NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node,
                             const Preset& preset);
 // The same, with node.GroupGpus(pod.group) already known.
@@ -82,6 +98,14 @@ class PodEvaluator {
   // Index of the node's evaluation; see evaluation().
   uint32_t Evaluate(const NodeState& node);
   const NodeEvaluation& evaluation(uint32_t index) const { return *evaluations_[index]; }
+
+  // Evaluates the pod on the nodes of `snapshot` at `positions` (kNotFound: an unknown node,
+  // answered with a null evaluation). With a cache, through its ShapeTable: nodes that hold no
+  // GPU of the pod's group and have not changed since the shape was last evaluated cost two
+  // array reads. Does not add to evaluations().
+  CycleEvaluations EvaluateAt(const ClusterSnapshot& snapshot,
+                              const std::vector<size_t>& positions);
+  uint64_t table_hits() const { return table_hits_; }
   size_t evaluation_count() const { return evaluations_.size(); }
   // The evaluations made, indexed as Evaluate() answered; the evaluator is spent afterwards.
   std::vector<std::shared_ptr<const NodeEvaluation>> TakeEvaluations() {
@@ -92,6 +116,8 @@ class PodEvaluator {
 
  private:
   uint32_t Add(std::shared_ptr<const NodeEvaluation> evaluation);
+  // Evaluate()'s answer, through the node memo and this cycle's memo, without keeping it.
+  std::shared_ptr<const NodeEvaluation> EvaluateShared(const NodeState& node, GpuMask group);
 
   const PodRequirements& pod_;
   const Preset& preset_;
@@ -99,10 +125,12 @@ class PodEvaluator {
   uint64_t shape_id_ = 0;
   size_t group_hash_;
   std::vector<std::shared_ptr<const NodeEvaluation>> evaluations_;
-  std::unordered_map<std::string, uint32_t> memo_;  // node signature + group GPUs -> index
+  // Node signature + group GPUs -> evaluation, for this evaluator's lifetime.
+  std::unordered_map<std::string, std::shared_ptr<const NodeEvaluation>> memo_;
   std::string key_;
   uint64_t memo_hits_ = 0;
   uint64_t cache_hits_ = 0;
+  uint64_t table_hits_ = 0;
 };
 
 }  // namespace gputopo::policies

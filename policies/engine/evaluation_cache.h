@@ -3,10 +3,17 @@
 // kube-scheduler asks about one pod at a time, usually the next replica of the same workload,
 // and between two cycles only the node the last pod went to has changed. An evaluation depends
 // on the node's state, the pod's requirements apart from its group (the "shape"), the preset,
-// and which GPUs of the node hold the pod's group. Evaluations are kept in the NodeState they
-// were computed from (NodeState::StoreMemo), keyed by shape and group GPUs: a rebuilt node is a
-// new NodeState with an empty memo, so a cached answer is always exactly what evaluating again
-// would give, and memory is bounded by kMemoEntries per node.
+// and which GPUs of the node hold the pod's group. Two layers keep them:
+//
+// - Per node: in the NodeState they were computed from (NodeState::StoreMemo), keyed by shape
+//   and group GPUs. A rebuilt node is a new NodeState with an empty memo, so a cached answer is
+//   always exactly what evaluating again would give; memory is bounded by kMemoEntries per node.
+// - Per shape: a ShapeTable holds, for each node position of a snapshot's name index, the
+//   evaluation of that shape with no GPU of the node holding the pod's group (by far the most
+//   common case), tagged with the NodeState version it was computed on. A cycle reads the
+//   table and the snapshot's NodeSummary array instead of thousands of scattered NodeStates;
+//   only nodes whose version changed are evaluated again. The kShapeTables most recently used
+//   shapes have a table.
 //
 // Thread safety: thread-safe.
 #ifndef GPUTOPO_POLICIES_ENGINE_EVALUATION_CACHE_H_
@@ -19,10 +26,53 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "policies/engine/evaluation.h"
+#include "policies/state/name_index.h"
 
 namespace gputopo::policies {
+
+// The evaluations of one shape at each node position of one name index; see above.
+//
+// Thread safety: callers hold `mutex` for every use.
+class ShapeTable {
+ public:
+  std::mutex mutex;
+
+  // Makes the table describe positions of `index`, forgetting everything when it is another.
+  void Attach(const std::shared_ptr<const FlatNameIndex>& index);
+  // The evaluation at `position` if it was made on NodeState `version`; null otherwise.
+  const EvaluationRef* Find(size_t position, uint64_t version) const {
+    const Slot& slot = slots_[position];
+    return slot.version == version && slot.ref.evaluation != nullptr ? &slot.ref : nullptr;
+  }
+  void Prefetch(size_t position) const { __builtin_prefetch(&slots_[position]); }
+  // Keeps `evaluation` as the answer at `position` for NodeState `version`.
+  const EvaluationRef& Store(size_t position, uint64_t version,
+                             std::shared_ptr<const NodeEvaluation> evaluation);
+  // Keeps alive every evaluation Find and Store have answered since the last call to Pin()
+  // (and possibly more). Call after a cycle's last Store.
+  std::shared_ptr<const void> Pin();
+  size_t owned() const { return owned_->size(); }
+
+ private:
+  struct Slot {
+    uint64_t version = 0;
+    EvaluationRef ref;
+  };
+  using Owned = std::vector<std::shared_ptr<const NodeEvaluation>>;
+  // Starts a new set of owned evaluations holding only those the slots still refer to. The old
+  // set lives on for the cycles that pinned it.
+  void Compact();
+
+  std::shared_ptr<const FlatNameIndex> index_;
+  std::vector<Slot> slots_;
+  // Every evaluation a slot refers to, each once (and some no slot refers to any more, until
+  // the next Compact). Append-only: pinned sets are never changed after they are replaced.
+  std::shared_ptr<Owned> owned_ = std::make_shared<Owned>();
+  std::unordered_map<const NodeEvaluation*, size_t> owned_at_;  // position in *owned_
+};
 
 // The part of a pod's requirements and preset an evaluation depends on, apart from the group.
 std::string EvaluationShape(const PodRequirements& pod, const Preset& preset);
@@ -37,12 +87,23 @@ class EvaluationCache {
   void Insert(const NodeState& node, GpuMask group_gpus, uint64_t shape_id,
               std::shared_ptr<const NodeEvaluation> evaluation);
 
+  // The table of `shape_id`, made (and the least recently used one dropped) when it has none.
+  static constexpr size_t kShapeTables = 8;
+  std::shared_ptr<ShapeTable> Table(uint64_t shape_id);
+
   uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
   uint64_t misses() const { return misses_.load(std::memory_order_relaxed); }
 
  private:
   std::mutex shapes_mutex_;
   std::unordered_map<std::string, uint64_t> shapes_;  // GUARDED_BY(shapes_mutex_)
+  struct TableEntry {
+    uint64_t shape_id = 0;
+    uint64_t last_used = 0;
+    std::shared_ptr<ShapeTable> table;
+  };
+  std::vector<TableEntry> tables_;  // GUARDED_BY(shapes_mutex_), at most kShapeTables
+  uint64_t uses_ = 0;               // GUARDED_BY(shapes_mutex_)
   std::atomic<uint64_t> hits_{0};
   std::atomic<uint64_t> misses_{0};
 };

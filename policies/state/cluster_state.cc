@@ -59,9 +59,11 @@ void ClusterState::Reset(const std::vector<NodeInfo>& nodes, const std::vector<P
 void ClusterState::RebuildAllLocked() {
   auto index = std::make_shared<NodeIndex>();
   node_states_.clear();
+  summaries_.clear();
   for (const auto& [name, entry] : nodes_) {
     index->emplace(name, node_states_.size());
     node_states_.push_back(nullptr);
+    summaries_.emplace_back();
   }
   SetIndexLocked(std::move(index));
   for (const auto& [name, entry] : nodes_) RebuildNodeLocked(name);
@@ -104,6 +106,7 @@ void ClusterState::UpsertNode(const NodeInfo& node) {
     auto index = std::make_shared<NodeIndex>(*index_);
     index->emplace(node.name, node_states_.size());
     node_states_.push_back(nullptr);
+    summaries_.emplace_back();
     SetIndexLocked(std::move(index));
   }
   RebuildNodeLocked(node.name);
@@ -118,12 +121,15 @@ void ClusterState::RemoveNode(std::string_view name) {
   // Pods bound to it stay in the pod table: they are the API server's to delete.
   auto index = std::make_shared<NodeIndex>();
   std::vector<std::shared_ptr<const NodeState>> states;
-  for (const auto& state : node_states_) {
-    if (state->name() == name) continue;
-    index->emplace(state->name(), states.size());
-    states.push_back(state);
+  std::vector<NodeSummary> summaries;
+  for (size_t i = 0; i < node_states_.size(); ++i) {
+    if (node_states_[i]->name() == name) continue;
+    index->emplace(node_states_[i]->name(), states.size());
+    states.push_back(node_states_[i]);
+    summaries.push_back(summaries_[i]);
   }
   node_states_ = std::move(states);
+  summaries_ = std::move(summaries);
   SetIndexLocked(std::move(index));
   PublishLocked();
 }
@@ -223,8 +229,10 @@ void ClusterState::RebuildNodeLocked(const std::string& name) {
       placements.push_back(std::move(placement));
     }
   }
-  node_states_[index_it->second] = std::make_shared<const NodeState>(
+  auto state = std::make_shared<const NodeState>(
       NodeState::Build(name, node_it->second.topology, placements, next_version_++));
+  summaries_[index_it->second] = {state->version(), state->group_filter()};
+  node_states_[index_it->second] = std::move(state);
 }
 
 void ClusterState::SetIndexLocked(std::shared_ptr<const NodeIndex> index) {
@@ -235,7 +243,8 @@ void ClusterState::SetIndexLocked(std::shared_ptr<const NodeIndex> index) {
 }
 
 void ClusterState::PublishLocked() {
-  auto snapshot = std::make_shared<const ClusterSnapshot>(++generation_, node_states_, flat_index_);
+  auto snapshot =
+      std::make_shared<const ClusterSnapshot>(++generation_, node_states_, summaries_, flat_index_);
   std::lock_guard<std::mutex> lock(snapshot_mutex_);
   snapshot_ = std::move(snapshot);
 }

@@ -121,7 +121,8 @@ class ClusterState {
   std::unordered_map<std::string, PodEntry> pods_;                          // GUARDED_BY(mutex_)
   std::map<std::string, std::set<std::string>, std::less<>> pods_by_node_;  // GUARDED_BY(mutex_)
   std::vector<std::shared_ptr<const NodeState>> node_states_;               // GUARDED_BY(mutex_)
-  std::shared_ptr<const NodeIndex> index_;                                  // GUARDED_BY(mutex_)
+  std::vector<NodeSummary> summaries_;               // GUARDED_BY(mutex_), parallel to node_states_
+  std::shared_ptr<const NodeIndex> index_;           // GUARDED_BY(mutex_)
   std::shared_ptr<const FlatNameIndex> flat_index_;  // GUARDED_BY(mutex_), rebuilt with index_
   uint64_t next_version_ = 1;                        // GUARDED_BY(mutex_)
   uint64_t generation_ = 0;                          // GUARDED_BY(mutex_)

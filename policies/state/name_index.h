@@ -2,7 +2,8 @@
 //
 // kube-scheduler sends up to every node name in every request, so this lookup runs thousands of
 // times per request: an open-addressing table of (hash tag, position) pairs in one contiguous
-// array, two slots per node, compared against the node's own name on a tag match.
+// array, two slots per node, and the names themselves in one contiguous arena, so that a lookup
+// touches two small arrays and never a NodeState.
 //
 // Thread safety: immutable after construction.
 #ifndef GPUTOPO_POLICIES_STATE_NAME_INDEX_H_
@@ -10,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -22,28 +24,39 @@ class FlatNameIndex {
   // names[i] is the name at position i; names must be distinct.
   explicit FlatNameIndex(const std::vector<std::string_view>& names);
 
-  // `name_at(i)` returns the name at position i.
-  template <typename NameAt>
-  size_t Find(std::string_view name, NameAt&& name_at) const {
-    if (slots_.empty()) return kNotFound;
-    const uint64_t hash = std::hash<std::string_view>{}(name);
-    const auto tag = static_cast<uint32_t>(hash >> 32);
-    for (uint64_t i = hash & mask_;; i = (i + 1) & mask_) {
-      const Slot& slot = slots_[i];
-      if (slot.position_plus_one == 0) return kNotFound;
-      if (slot.tag == tag && name_at(slot.position_plus_one - 1) == name) {
-        return slot.position_plus_one - 1;
-      }
-    }
+  size_t Find(std::string_view name) const {
+    return slots_.empty() ? kNotFound : FindHashed(name, std::hash<std::string_view>{}(name));
   }
+  // out[i] = Find(names[i]), for many names at once: the table and arena reads of several
+  // names are issued together, so that their cache misses overlap.
+  void FindAll(const std::vector<std::string_view>& names, std::vector<size_t>& out) const;
+  std::string_view NameAt(size_t position) const {
+    return std::string_view(arena_).substr(offsets_[position],
+                                           offsets_[position + 1] - offsets_[position]);
+  }
+  size_t size() const { return offsets_.empty() ? 0 : offsets_.size() - 1; }
 
  private:
   struct Slot {
     uint32_t tag = 0;
     uint32_t position_plus_one = 0;  // 0: empty
+    uint32_t offset = 0;             // of the name in arena_
+    uint32_t length = 0;
   };
+  size_t FindHashed(std::string_view name, uint64_t hash) const {
+    const auto tag = static_cast<uint32_t>(hash >> 32);
+    for (uint64_t i = hash & mask_;; i = (i + 1) & mask_) {
+      const Slot& slot = slots_[i];
+      if (slot.position_plus_one == 0) return kNotFound;
+      if (slot.tag == tag && std::string_view(arena_.data() + slot.offset, slot.length) == name) {
+        return slot.position_plus_one - 1;
+      }
+    }
+  }
   std::vector<Slot> slots_;
   uint64_t mask_ = 0;
+  std::string arena_;              // the names, back to back
+  std::vector<uint32_t> offsets_;  // name i is arena_[offsets_[i], offsets_[i + 1])
 };
 
 }  // namespace gputopo::policies

@@ -100,7 +100,7 @@ GpuMask NodeState::GroupGpus(std::string_view group) const {
 }
 
 GpuMask NodeState::GroupGpus(std::string_view group, size_t group_hash) const {
-  if ((group_filter_ & (uint64_t{1} << (group_hash % 64))) == 0) return 0;
+  if (!group_filter_.MayContain(group_hash)) return 0;
   for (const GroupGpuMask& g : groups_) {
     if (g.hash == group_hash && g.group == group) return g.gpus;
   }
@@ -168,7 +168,7 @@ NodeState NodeState::Build(std::string name, Result<topology::ResolvedTopology> 
       it->gpus |= topology::Bit(static_cast<int>(i));
     }
   }
-  for (const GroupGpuMask& g : node.groups_) node.group_filter_ |= uint64_t{1} << (g.hash % 64);
+  for (const GroupGpuMask& g : node.groups_) node.group_filter_.Add(g.hash);
   std::string& sig = node.signature_;
   sig.reserve(32 + node.gpus_.size() * 8);
   const auto shape_address = reinterpret_cast<std::uintptr_t>(node.topology_.shape.get());

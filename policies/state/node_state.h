@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "gputopo/status.h"
+#include "policies/state/group_filter.h"
 #include "topology/gpu_mask.h"
 #include "topology/topology_resolver.h"
 
@@ -98,6 +99,8 @@ class NodeState {
   // callers that ask many nodes about one group.
   GpuMask GroupGpus(std::string_view group) const;
   GpuMask GroupGpus(std::string_view group, size_t group_hash) const;
+  // Every group with a pod on this node is in it.
+  const GroupFilter& group_filter() const { return group_filter_; }
 
   // Bytes that identify everything placement depends on apart from the pod's group: the shape,
   // replicas, slot totals and each GPU's use. Equal signatures evaluate equally.
@@ -132,7 +135,7 @@ class NodeState {
     GpuMask gpus = 0;
   };
   std::vector<GroupGpuMask> groups_;  // one per group with a pod on this node
-  uint64_t group_filter_ = 0;         // bit (hash % 64) set for each group in groups_
+  GroupFilter group_filter_;          // holds each group in groups_
   struct Memo {
     struct Entry {
       uint64_t key1 = 0;

@@ -49,13 +49,14 @@ struct CycleRecord {
   // kUnknownNode set, in unknown_nodes) and which evaluation it got.
   struct NodeRef {
     uint32_t node = 0;
-    uint32_t evaluation = 0;
+    policies::EvaluationRef evaluation;
   };
   std::shared_ptr<const policies::ClusterSnapshot> snapshot;
   std::vector<NodeRef> nodes;
   std::vector<std::string> unknown_nodes;
-  // Indexed by NodeRef::evaluation; shared with other cycles through the evaluation cache.
-  std::vector<std::shared_ptr<const policies::NodeEvaluation>> evaluations;
+  // Keep the evaluations NodeRefs point to alive (shared with other cycles through the
+  // evaluation cache).
+  std::vector<std::shared_ptr<const void>> owners;
   // Prioritize only: the 0..10 priority each node got (parallel to nodes), after the preset's
   // normalization across the candidates.
   std::vector<int> priorities;
@@ -69,7 +70,7 @@ struct CycleRecord {
 
   const std::string& NodeName(const NodeRef& ref) const;
   const policies::NodeEvaluation& EvaluationOf(const NodeRef& ref) const {
-    return *evaluations[ref.evaluation];
+    return *ref.evaluation.evaluation;
   }
 };
 

@@ -1,6 +1,7 @@
 #include "src/service/extender_service.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "policies/engine/normalize.h"
 
@@ -40,43 +41,38 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(Verb verb,
       record->snapshot = context_.state.Snapshot();
       const policies::ClusterSnapshot& snapshot = *record->snapshot;
       policies::PodEvaluator evaluator(*requirements, **preset, context_.evaluation_cache);
-      record->nodes.reserve(args.node_names.size());
-      evaluator.Reserve(args.node_names.size());
-      std::optional<uint32_t> unknown_evaluation;
-      for (std::string_view name : args.node_names) {
-        const size_t index = snapshot.FindIndex(name);
-        CycleRecord::NodeRef ref;
-        if (index == policies::ClusterSnapshot::kNotFound) {
+      std::vector<size_t> positions;
+      snapshot.FindIndices(args.node_names, positions);
+      policies::CycleEvaluations evaluations = evaluator.EvaluateAt(snapshot, positions);
+      record->owners = std::move(evaluations.owners);
+      record->nodes.resize(positions.size());
+      std::shared_ptr<const policies::NodeEvaluation> unknown;
+      for (size_t i = 0; i < positions.size(); ++i) {
+        CycleRecord::NodeRef& ref = record->nodes[i];
+        if (positions[i] == policies::ClusterSnapshot::kNotFound) {
+          if (unknown == nullptr) {
+            policies::NodeEvaluation e;
+            e.verdict = policies::Verdict::kUnschedulable;
+            e.reason = std::string(kUnknownNodeReason);
+            e.detail = "no Node object with this name in gputopo's cache";
+            unknown = std::make_shared<const policies::NodeEvaluation>(std::move(e));
+            record->owners.push_back(unknown);
+          }
           ref.node =
               CycleRecord::kUnknownNode | static_cast<uint32_t>(record->unknown_nodes.size());
-          record->unknown_nodes.emplace_back(name);
-          ref.evaluation = UINT32_MAX;  // patched below, once evaluations are moved
+          record->unknown_nodes.emplace_back(args.node_names[i]);
+          ref.evaluation = {unknown.get(), 0.0, policies::Verdict::kUnschedulable};
           ++record->failed;
-        } else {
-          ref.node = static_cast<uint32_t>(index);
-          ref.evaluation = evaluator.Evaluate(*snapshot.nodes()[index]);
-          const policies::NodeEvaluation& e = evaluator.evaluation(ref.evaluation);
-          if (e.fits())
-            ++record->passed;
-          else if (e.verdict == policies::Verdict::kUnresolvable)
-            ++record->unresolvable;
-          else
-            ++record->failed;
+          continue;
         }
-        record->nodes.push_back(ref);
-      }
-      record->evaluations = evaluator.TakeEvaluations();
-      if (!record->unknown_nodes.empty()) {
-        policies::NodeEvaluation unknown;
-        unknown.verdict = policies::Verdict::kUnschedulable;
-        unknown.reason = std::string(kUnknownNodeReason);
-        unknown.detail = "no Node object with this name in gputopo's cache";
-        record->evaluations.push_back(
-            std::make_shared<const policies::NodeEvaluation>(std::move(unknown)));
-        unknown_evaluation = static_cast<uint32_t>(record->evaluations.size() - 1);
-        for (CycleRecord::NodeRef& ref : record->nodes) {
-          if ((ref.node & CycleRecord::kUnknownNode) != 0) ref.evaluation = *unknown_evaluation;
-        }
+        ref.node = static_cast<uint32_t>(positions[i]);
+        ref.evaluation = evaluations.per_node[i];
+        if (ref.evaluation.fits())
+          ++record->passed;
+        else if (ref.evaluation.verdict == policies::Verdict::kUnresolvable)
+          ++record->unresolvable;
+        else
+          ++record->failed;
       }
     }
   }
@@ -84,8 +80,9 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(Verb verb,
     std::vector<std::optional<double>> weighted;
     weighted.reserve(record->nodes.size());
     for (const CycleRecord::NodeRef& ref : record->nodes) {
-      const policies::NodeEvaluation& e = record->EvaluationOf(ref);
-      weighted.push_back(e.fits() ? std::optional<double>(e.weighted_score) : std::nullopt);
+      weighted.push_back(ref.evaluation.fits()
+                             ? std::optional<double>(ref.evaluation.weighted_score)
+                             : std::nullopt);
     }
     record->priorities = policies::NormalizeScores(weighted, normalization);
   }
@@ -95,46 +92,41 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(Verb verb,
 }
 
 void ExtenderService::Commit(std::shared_ptr<CycleRecord> record) const {
+  // Failures by reason: reasons are few and shared by many nodes, so count by text first.
+  std::unordered_map<std::string_view, size_t> reasons;
+  for (const CycleRecord::NodeRef& ref : record->nodes) {
+    if (!ref.evaluation.fits()) ++reasons[ref.evaluation.evaluation->reason];
+  }
+  for (const auto& [reason, count] : reasons) record->failure_reasons[std::string(reason)] += count;
   if (record->nodes.size() > 2 * kRecordedNodes) {
     std::vector<size_t> failed;
     std::vector<size_t> passed;
     for (size_t i = 0; i < record->nodes.size(); ++i) {
-      const policies::NodeEvaluation& e = record->EvaluationOf(record->nodes[i]);
-      if (e.fits()) {
+      if (record->nodes[i].evaluation.fits()) {
         passed.push_back(i);
-      } else {
-        ++record->failure_reasons[e.reason];
-        if (failed.size() < kRecordedNodes) failed.push_back(i);
+      } else if (failed.size() < kRecordedNodes) {
+        failed.push_back(i);
       }
     }
     const size_t keep = std::min(kRecordedNodes, passed.size());
     std::partial_sort(passed.begin(), passed.begin() + static_cast<long>(keep), passed.end(),
                       [&](size_t a, size_t b) {
-                        return record->EvaluationOf(record->nodes[a]).weighted_score >
-                               record->EvaluationOf(record->nodes[b]).weighted_score;
+                        return record->nodes[a].evaluation.weighted_score >
+                               record->nodes[b].evaluation.weighted_score;
                       });
     passed.resize(keep);
     std::vector<size_t> kept = failed;
     kept.insert(kept.end(), passed.begin(), passed.end());
     std::sort(kept.begin(), kept.end());
     std::vector<CycleRecord::NodeRef> nodes;
-    std::vector<std::shared_ptr<const policies::NodeEvaluation>> evaluations;
     std::vector<int> priorities;
+    nodes.reserve(kept.size());
     for (size_t i : kept) {
-      CycleRecord::NodeRef ref = record->nodes[i];
-      evaluations.push_back(record->evaluations[ref.evaluation]);
-      ref.evaluation = static_cast<uint32_t>(evaluations.size() - 1);
-      nodes.push_back(ref);
+      nodes.push_back(record->nodes[i]);
       if (!record->priorities.empty()) priorities.push_back(record->priorities[i]);
     }
     record->nodes = std::move(nodes);
-    record->evaluations = std::move(evaluations);
     record->priorities = std::move(priorities);
-  } else {
-    for (const CycleRecord::NodeRef& ref : record->nodes) {
-      const policies::NodeEvaluation& e = record->EvaluationOf(ref);
-      if (!e.fits()) ++record->failure_reasons[e.reason];
-    }
   }
   context_.decisions.Add(std::shared_ptr<const CycleRecord>(std::move(record)));
 }
@@ -149,8 +141,9 @@ FilterReply ExtenderService::Filter(const extender::ExtenderArgs& args) const {
   }
   reply.outcomes.reserve(record.nodes.size());
   for (const CycleRecord::NodeRef& ref : record.nodes) {
-    const policies::NodeEvaluation& e = record.EvaluationOf(ref);
-    reply.outcomes.push_back({e.fits(), e.verdict == policies::Verdict::kUnresolvable, e.reason});
+    const policies::EvaluationRef& e = ref.evaluation;
+    reply.outcomes.push_back({e.fits(), e.verdict == policies::Verdict::kUnresolvable,
+                              e.fits() ? std::string_view() : e.evaluation->reason});
   }
   return reply;
 }

@@ -430,3 +430,190 @@ TEST(EvaluationCacheTest, KeepsAFewShapesPerNodeState) {
 
 }  // namespace
 }  // namespace gputopo::policies
+
+namespace gputopo::policies {
+namespace {
+
+// Evaluating through the shape table must give, node for node, what evaluating each node on
+// its own gives - whatever the table remembers from earlier cycles.
+void ExpectSameAsEvaluateNode(const CycleEvaluations& got, const ClusterSnapshot& snapshot,
+                              const std::vector<size_t>& positions, const PodRequirements& req,
+                              const Preset& preset) {
+  ASSERT_EQ(got.per_node.size(), positions.size());
+  for (size_t i = 0; i < positions.size(); ++i) {
+    if (positions[i] == ClusterSnapshot::kNotFound) {
+      EXPECT_EQ(got.per_node[i].evaluation, nullptr);
+      continue;
+    }
+    const NodeState& node = *snapshot.nodes()[positions[i]];
+    const NodeEvaluation want = EvaluateNode(req, node, preset);
+    const EvaluationRef& ref = got.per_node[i];
+    ASSERT_NE(ref.evaluation, nullptr) << node.name();
+    EXPECT_EQ(ref.evaluation->verdict, want.verdict) << node.name();
+    EXPECT_EQ(ref.verdict, want.verdict) << node.name();
+    EXPECT_EQ(ref.evaluation->gpus, want.gpus) << node.name();
+    EXPECT_DOUBLE_EQ(ref.weighted_score, want.weighted_score) << node.name();
+    EXPECT_EQ(ref.evaluation->reason, want.reason) << node.name();
+  }
+}
+
+std::vector<size_t> PositionsOf(const ClusterSnapshot& snapshot,
+                                const std::vector<std::string>& names) {
+  std::vector<std::string_view> views(names.begin(), names.end());
+  std::vector<size_t> positions;
+  snapshot.FindIndices(views, positions);
+  return positions;
+}
+
+TEST(ShapeTableTest, AnswersLikeEvaluatingEachNodeAndOnlyReevaluatesChangedNodes) {
+  TestCluster cluster;
+  std::vector<std::string> names;
+  for (int i = 0; i < 30; ++i) {
+    names.push_back("n" + std::to_string(i));
+    cluster.Add(MakeNode()
+                    .Name(names.back())
+                    .Profile(i % 2 ? "dgx1" : "hgx-h100")
+                    .Replicas(2)
+                    .Allocatable(16)
+                    .Obj());
+  }
+  names.push_back("not-a-node");
+  // Replicas of "web" on n4 and n9: those nodes are evaluated with the group's GPUs.
+  cluster.Add(Replica("web", 100));
+  cluster.Add(MakePod()
+                  .Namespace("ml")
+                  .Name("web-5d8f7c9b6d-a")
+                  .Gpus(1)
+                  .OwnedByDeployment("web")
+                  .OnNode("n4")
+                  .Assigned("0")
+                  .Obj());
+  cluster.Add(MakePod()
+                  .Namespace("ml")
+                  .Name("web-5d8f7c9b6d-b")
+                  .Gpus(1)
+                  .OwnedByDeployment("web")
+                  .OnNode("n9")
+                  .Assigned("3")
+                  .Obj());
+  // Other workloads elsewhere: nodes in many states.
+  for (int i = 0; i < 30; i += 3) {
+    cluster.Add(MakePod()
+                    .Name("other-" + std::to_string(i))
+                    .Gpus(1)
+                    .Group("batch")
+                    .OnNode(names[static_cast<size_t>(i)])
+                    .Assigned(std::to_string(i % 8))
+                    .Obj());
+  }
+  EvaluationCache cache;
+  const PodRequirements req = *RequirementsOf(Replica("web", 1));
+  auto snapshot = cluster.state().Snapshot();
+  std::vector<size_t> positions = PositionsOf(*snapshot, names);
+  ASSERT_EQ(positions.back(), ClusterSnapshot::kNotFound);
+
+  PodEvaluator first(req, cluster.preset(), &cache);
+  const CycleEvaluations a = first.EvaluateAt(*snapshot, positions);
+  ExpectSameAsEvaluateNode(a, *snapshot, positions, req, cluster.preset());
+  EXPECT_EQ(first.table_hits(), 0u);
+  // The group's nodes got the group-aware answer: GPU 0 of n4 holds a replica already.
+  const size_t n4 = 4;
+  EXPECT_FALSE(topology::Has(a.per_node[n4].evaluation->gpus, 0));
+
+  // Next cycle, nothing changed: the 28 nodes without the group come from the table.
+  PodEvaluator second(req, cluster.preset(), &cache);
+  const CycleEvaluations b = second.EvaluateAt(*snapshot, positions);
+  ExpectSameAsEvaluateNode(b, *snapshot, positions, req, cluster.preset());
+  EXPECT_EQ(second.table_hits(), 28u);
+
+  // A pod lands on n7 (another group): only n7 is evaluated again, and answered freshly.
+  cluster.Add(MakePod().Name("late").Gpus(2).Group("batch").OnNode("n7").Assigned("0,1").Obj());
+  snapshot = cluster.state().Snapshot();
+  PodEvaluator third(req, cluster.preset(), &cache);
+  const CycleEvaluations c = third.EvaluateAt(*snapshot, positions);
+  ExpectSameAsEvaluateNode(c, *snapshot, positions, req, cluster.preset());
+  EXPECT_EQ(third.table_hits(), 27u);
+
+  // A replica of the group lands on n12: from now on n12 is answered with the group's GPUs.
+  cluster.Add(MakePod()
+                  .Namespace("ml")
+                  .Name("web-5d8f7c9b6d-c")
+                  .Gpus(1)
+                  .OwnedByDeployment("web")
+                  .OnNode("n12")
+                  .Assigned("5")
+                  .Obj());
+  snapshot = cluster.state().Snapshot();
+  PodEvaluator fourth(req, cluster.preset(), &cache);
+  const CycleEvaluations d = fourth.EvaluateAt(*snapshot, positions);
+  ExpectSameAsEvaluateNode(d, *snapshot, positions, req, cluster.preset());
+  EXPECT_FALSE(topology::Has(d.per_node[12].evaluation->gpus, 5));
+
+  // A new node changes every position: the table starts over and is still right.
+  cluster.Add(MakeNode().Name("a-new-node").Profile("dgx1").Replicas(2).Allocatable(16).Obj());
+  names.push_back("a-new-node");
+  snapshot = cluster.state().Snapshot();
+  positions = PositionsOf(*snapshot, names);
+  PodEvaluator fifth(req, cluster.preset(), &cache);
+  const CycleEvaluations e = fifth.EvaluateAt(*snapshot, positions);
+  ExpectSameAsEvaluateNode(e, *snapshot, positions, req, cluster.preset());
+  EXPECT_EQ(fifth.table_hits(), 0u);
+}
+
+TEST(ShapeTableTest, ACycleKeepsItsEvaluationsAliveAfterTheCacheForgetsThem) {
+  TestCluster cluster;
+  std::vector<std::string> names;
+  for (int i = 0; i < 4; ++i) {
+    names.push_back("n" + std::to_string(i));
+    cluster.Add(MakeNode().Name(names.back()).Profile("dgx1").Replicas(4).Allocatable(32).Obj());
+  }
+  cluster.Add(MakePod().Name("first").Gpus(1).OnNode("n0").Assigned("0").Obj());
+  auto cache = std::make_unique<EvaluationCache>();
+  const PodRequirements req = *RequirementsOf(MakePod().Name("p").Gpus(2).Obj());
+  auto snapshot = cluster.state().Snapshot();
+  const std::vector<size_t> positions = PositionsOf(*snapshot, names);
+  CycleEvaluations kept;
+  {
+    PodEvaluator evaluator(req, cluster.preset(), cache.get());
+    kept = evaluator.EvaluateAt(*snapshot, positions);
+  }
+  // Other shapes push this one out of the nodes' own memos (NodeState::kMemoEntries each).
+  for (int milli = 100; milli < 100 + 2 * static_cast<int>(NodeState::kMemoEntries); ++milli) {
+    const PodRequirements other =
+        *RequirementsOf(MakePod()
+                            .Name("o")
+                            .Gpus(2)
+                            .Annotation("gputopo.io/gpu-milli", std::to_string(milli))
+                            .Obj());
+    PodEvaluator shape(other, cluster.preset(), cache.get());
+    for (const auto& node : snapshot->nodes()) shape.Evaluate(*node);
+  }
+  // Many changes to n0 make the table drop what it held (compaction), then the cache goes.
+  for (int i = 0; i < 200; ++i) {
+    cluster.Add(MakePod()
+                    .Name("x" + std::to_string(i))
+                    .Gpus(1)
+                    .OnNode("n0")
+                    .Assigned(std::to_string(i % 8))
+                    .Obj());
+    cluster.Add(MakePod().Name("x" + std::to_string(i)).Gpus(1).Phase(PodPhase::kSucceeded).Obj());
+    PodEvaluator again(req, cluster.preset(), cache.get());
+    (void)again.EvaluateAt(*cluster.state().Snapshot(), positions);
+  }
+  cache.reset();
+  // Still readable (ASan would flag a use after free) and still the answer for that snapshot.
+  ExpectSameAsEvaluateNode(kept, *snapshot, positions, req, cluster.preset());
+}
+
+TEST(ShapeTableTest, KeepsTablesForTheMostRecentlyUsedShapesOnly) {
+  EvaluationCache cache;
+  std::vector<std::shared_ptr<ShapeTable>> tables;
+  for (uint64_t s = 0; s < EvaluationCache::kShapeTables; ++s) tables.push_back(cache.Table(s));
+  EXPECT_EQ(cache.Table(0), tables[0]);  // shape 0 is now the most recent
+  (void)cache.Table(100);                // evicts shape 1, the least recently used
+  EXPECT_EQ(cache.Table(0), tables[0]);
+  EXPECT_NE(cache.Table(1), tables[1]);
+}
+
+}  // namespace
+}  // namespace gputopo::policies

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "policies/engine/evaluation.h"
+#include "policies/engine/evaluation_cache.h"
 #include "test/src/server_fixture.h"
 #include "test/support/builders.h"
 #include "test/support/test_cluster.h"
@@ -70,15 +71,33 @@ TEST(ClusterStateConcurrencyTest, CyclesReadSnapshotsWhileUpdatesAndBindsWrite) 
   }
   std::atomic<bool> stop{false};
   std::atomic<int> evaluations{0};
-  // Readers: scheduling cycles evaluating a pod on every node of a snapshot.
+  std::atomic<int> wrong_answers{0};
+  // Readers: scheduling cycles evaluating a pod on every node of a snapshot, one on its own and
+  // two through a shared evaluation cache (its shape table), checked against the former.
+  policies::EvaluationCache cache;
   std::vector<std::thread> readers;
-  for (int r = 0; r < 2; ++r) {
-    readers.emplace_back([&] {
+  for (int r = 0; r < 3; ++r) {
+    readers.emplace_back([&, r] {
       const auto req = *policies::RequirementsOf(testing::MakePod().Name("probe").Gpus(2).Obj());
       while (!stop.load()) {
         auto snapshot = cluster.state().Snapshot();
-        policies::PodEvaluator evaluator(req, cluster.preset());
-        for (const auto& node : snapshot->nodes()) evaluator.Evaluate(*node);
+        if (r == 0) {
+          policies::PodEvaluator evaluator(req, cluster.preset());
+          for (const auto& node : snapshot->nodes()) evaluator.Evaluate(*node);
+        } else {
+          policies::PodEvaluator evaluator(req, cluster.preset(), &cache);
+          std::vector<size_t> positions(snapshot->node_count());
+          for (size_t i = 0; i < positions.size(); ++i) positions[i] = i;
+          const policies::CycleEvaluations got = evaluator.EvaluateAt(*snapshot, positions);
+          for (size_t i = 0; i < positions.size(); ++i) {
+            const policies::NodeEvaluation want =
+                policies::EvaluateNode(req, *snapshot->nodes()[i], cluster.preset());
+            if (got.per_node[i].evaluation->gpus != want.gpus ||
+                got.per_node[i].verdict != want.verdict) {
+              wrong_answers.fetch_add(1);
+            }
+          }
+        }
         evaluations.fetch_add(1);
       }
     });
@@ -116,6 +135,7 @@ TEST(ClusterStateConcurrencyTest, CyclesReadSnapshotsWhileUpdatesAndBindsWrite) 
   stop = true;
   for (auto& t : readers) t.join();
   EXPECT_GT(evaluations.load(), 0);
+  EXPECT_EQ(wrong_answers.load(), 0);
   EXPECT_GT(reserved.load(), 0);
   // The books balance: what the nodes hold is exactly the pods still in the table.
   int held = 0;

@@ -1,0 +1,73 @@
+// The request path's per-node lookups: node names to positions, and "may this node hold the
+// pod's group" from a node's group filter.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "policies/state/group_filter.h"
+#include "policies/state/name_index.h"
+
+namespace gputopo::policies {
+namespace {
+
+size_t HashOf(const std::string& s) { return std::hash<std::string_view>{}(s); }
+
+TEST(GroupFilterTest, NeverForgetsAGroupItHolds) {
+  for (int node = 0; node < 200; ++node) {
+    GroupFilter filter;
+    std::vector<std::string> groups;
+    for (int g = 0; g < 12; ++g)
+      groups.push_back("ns/Deployment/svc-" + std::to_string(node * 12 + g));
+    for (const std::string& g : groups) filter.Add(HashOf(g));
+    for (const std::string& g : groups) ASSERT_TRUE(filter.MayContain(HashOf(g))) << g;
+  }
+  EXPECT_TRUE(GroupFilter().empty());
+  EXPECT_FALSE(GroupFilter().MayContain(HashOf("anything")));
+}
+
+TEST(GroupFilterTest, RarelySaysMaybeForAGroupItDoesNotHold) {
+  // Ten groups on a node (a busy time-sliced node): three bits each in 128 leave about 1%
+  // false "maybe"s; allow 3%.
+  GroupFilter filter;
+  for (int g = 0; g < 10; ++g) filter.Add(HashOf("held-" + std::to_string(g)));
+  int maybe = 0;
+  constexpr int kProbes = 20000;
+  for (int g = 0; g < kProbes; ++g)
+    maybe += filter.MayContain(HashOf("other-" + std::to_string(g)));
+  EXPECT_LT(maybe, kProbes * 3 / 100);
+}
+
+TEST(FlatNameIndexTest, FindsEveryNameAndNothingElseOneByOneAndInBulk) {
+  std::vector<std::string> names;
+  for (int i = 0; i < 1000; ++i) names.push_back("gpu-node-" + std::to_string(i));
+  names.push_back("");  // odd but distinct
+  const std::vector<std::string_view> views(names.begin(), names.end());
+  const FlatNameIndex index(views);
+  ASSERT_EQ(index.size(), names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    ASSERT_EQ(index.Find(names[i]), i);
+    ASSERT_EQ(index.NameAt(i), names[i]);
+  }
+  std::vector<std::string> asked = {"gpu-node-7", "gpu-node-1000", "gpu-node-07", "gpu-node-999",
+                                    "",           "GPU-NODE-7"};
+  for (int i = 0; i < 40; ++i) asked.push_back("gpu-node-" + std::to_string(i * 25));
+  const std::vector<std::string_view> asked_views(asked.begin(), asked.end());
+  std::vector<size_t> positions;
+  index.FindAll(asked_views, positions);
+  ASSERT_EQ(positions.size(), asked.size());
+  for (size_t i = 0; i < asked.size(); ++i)
+    EXPECT_EQ(positions[i], index.Find(asked[i])) << asked[i];
+  EXPECT_EQ(positions[0], 7u);
+  EXPECT_EQ(positions[1], FlatNameIndex::kNotFound);
+  EXPECT_EQ(positions[2], FlatNameIndex::kNotFound);
+  EXPECT_EQ(positions[5], FlatNameIndex::kNotFound);
+
+  const FlatNameIndex empty({});
+  empty.FindAll(asked_views, positions);
+  for (size_t p : positions) EXPECT_EQ(p, FlatNameIndex::kNotFound);
+}
+
+}  // namespace
+}  // namespace gputopo::policies
