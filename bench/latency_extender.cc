@@ -4,9 +4,14 @@
 // Nodes mode (Node objects as large as the captured ones). Also resident memory.
 //
 //   latency_extender --nodes 100,1000,5000 --requests 300 --out bench/results
-//   latency_extender --rss 5000            (one fresh process per measurement, see --help)
+//
+// Resident memory at the largest size is measured in fresh processes: the real `gputopo serve`
+// binary in live mode, listing and watching an in-process fake API server that holds the cluster
+// (what a deployment holds), and a `gputopo serve --snapshot` process (which also keeps every
+// object's JSON for /debug/snapshot).
 #include <httplib.h>
 #include <malloc.h>
+#include <signal.h>
 #include <spawn.h>
 #include <spdlog/spdlog.h>
 #include <sys/wait.h>
@@ -21,10 +26,13 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <sstream>
+#include <thread>
 
 #include "src/app/app.h"
 #include "src/app/system_clock.h"
+#include "test/support/fake_api_server.h"
 
 extern char** environ;
 
@@ -191,11 +199,9 @@ std::string ArgsBody(const json& pod, const Cluster& c, bool nodes_mode, std::mt
   return body;
 }
 
-// Runs in a fresh process (see SpawnRss): loads the cluster in `path` and prints the resident
-// memory, in KiB, of what it measures: "server" the whole gputopo process serving that snapshot
-// (the in-memory cluster keeps every object's JSON for /debug/snapshot), "cache" the scheduling
-// cache (ClusterState) alone, which is what a live deployment holds.
-int RssMode(const std::string& mode, const std::string& path) {
+// Runs in a fresh process (see SpawnRss): loads the snapshot in `path` as `gputopo serve
+// --snapshot` does and prints its resident memory in KiB.
+int RssMode(const std::string& path) {
   app::SystemClock clock;
   app::AppOptions options;
   options.snapshot_json = ReadText(path);
@@ -203,34 +209,76 @@ int RssMode(const std::string& mode, const std::string& path) {
   if (!app.ok()) return 2;
   options.snapshot_json.clear();
   options.snapshot_json.shrink_to_fit();
-  if (mode == "server") {
-    malloc_trim(0);
-    std::printf("%ld\n", RssKib());
-    return 0;
-  }
-  std::vector<NodeInfo> nodes = (*app)->cluster().Nodes();
-  std::vector<PodInfo> pods = (*app)->cluster().Pods();
-  app->reset();
-  topology::ShapeInterner interner;
-  topology::ProfileCatalog profiles(interner);
-  (void)app::LoadProfiles("", profiles);
-  topology::TopologyResolver resolver(profiles, interner);
   malloc_trim(0);
-  const long before = RssKib();
-  auto state = std::make_unique<policies::ClusterState>(resolver);
-  state->Reset(nodes, pods);
-  nodes = {};
-  pods = {};
-  malloc_trim(0);
-  // The decoded input vectors are gone: what remains above `before` is the cache.
-  std::printf("%ld\n", std::max(0L, RssKib() - before));  // `state` is still alive here
+  std::printf("%ld\n", RssKib());
   return 0;
 }
 
-long SpawnRss(const std::string& self, const std::string& mode, const std::string& cluster_file) {
+struct LiveMemory {
+  long rss_kib = -1;   // VmRSS once synced
+  long peak_kib = -1;  // VmHWM: the peak, during the initial lists
+  double sync_seconds = 0;
+};
+
+long ProcStatusKib(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
+  }
+  return -1;
+}
+
+// The real binary in live mode: a fake API server in this process holds `items` (the same Node
+// and Pod objects the latency runs use); `gputopo serve --kubeconfig` lists and watches it. Its
+// memory is read once both watches are open (both lists applied) and the cache has settled.
+LiveMemory MeasureLive(const std::string& gputopo, const json& items) {
+  LiveMemory result;
+  testing::FakeApiServer server;
+  for (const json& item : items) {
+    if (item["kind"] == "Node") {
+      (void)server.CreateNode(item);
+    } else {
+      (void)server.CreatePod(item);
+    }
+  }
+  if (!server.Start()) return result;
+  const std::string kubeconfig = "/tmp/gputopo-bench-kubeconfig-" + std::to_string(getpid());
+  std::ofstream(kubeconfig) << "apiVersion: v1\nkind: Config\ncurrent-context: bench\n"
+                            << "clusters:\n- name: bench\n  cluster:\n    server: "
+                            << server.base_url() << "\n"
+                            << "contexts:\n- name: bench\n  context:\n    cluster: bench\n"
+                            << "    user: bench\nusers:\n- name: bench\n  user:\n    token: x\n";
+  std::vector<std::string> args = {gputopo,    "serve",       "--kubeconfig", kubeconfig,
+                                   "--listen", "127.0.0.1:0", "--log-level",  "warn"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const auto start = std::chrono::steady_clock::now();
+  if (posix_spawn(&pid, gputopo.c_str(), nullptr, nullptr, argv.data(), environ) != 0) {
+    std::filesystem::remove(kubeconfig);
+    return result;
+  }
+  if (server.WaitForOpenWatches(2, std::chrono::minutes(5))) {
+    result.sync_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    result.rss_kib = ProcStatusKib(pid, "VmRSS");
+    result.peak_kib = ProcStatusKib(pid, "VmHWM");
+  }
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  server.Stop();
+  std::filesystem::remove(kubeconfig);
+  return result;
+}
+
+long SpawnRss(const std::string& self, const std::string& cluster_file,
+              const std::string& templ_path) {
   const std::string out = "/tmp/gputopo-rss-" + std::to_string(getpid()) + ".txt";
   const std::string cmd =
-      self + " --rss-mode " + mode + " --rss-cluster " + cluster_file + " > " + out;
+      self + " --rss-cluster " + cluster_file + " --node-template " + templ_path + " > " + out;
   if (std::system(cmd.c_str()) != 0) return -1;
   const long kib = std::stol(ReadText(out));
   std::filesystem::remove(out);
@@ -244,7 +292,6 @@ int Main(int argc, char** argv) {
   int requests = 300;
   std::string templ_path = "../shared/k8s/cache_false/013-filter.trainer-b.request.json";
   std::string out = "bench/results";
-  std::string rss_mode;
   cli.add_option("--nodes", node_list, "cluster sizes (8-GPU nodes)")->capture_default_str();
   cli.add_option("--pods-per-node", pods_per_node)->capture_default_str();
   cli.add_option("--requests", requests, "filter and prioritize requests per case")
@@ -253,9 +300,15 @@ int Main(int argc, char** argv) {
                  "a captured request whose Nodes.items[0] is the template")
       ->capture_default_str();
   cli.add_option("--out", out)->capture_default_str();
+  std::string modes = "NodeNames,Nodes";
+  cli.add_option("--modes", modes, "request forms to measure")->capture_default_str();
+  bool skip_memory = false;
+  cli.add_flag("--skip-memory", skip_memory, "do not measure resident memory");
   std::string rss_cluster;
-  cli.add_option("--rss-mode", rss_mode, "internal: measure one RSS case (cache | server)");
-  cli.add_option("--rss-cluster", rss_cluster, "internal: the cluster file for --rss-mode");
+  cli.add_option("--rss-cluster", rss_cluster, "internal: print the RSS of serving this snapshot");
+  std::string gputopo = GPUTOPO_BINARY;
+  cli.add_option("--gputopo", gputopo, "the gputopo binary for the live-mode memory measurement")
+      ->capture_default_str();
   CLI11_PARSE(cli, argc, argv);
   spdlog::set_level(spdlog::level::warn);
   // As gputopo's main does (src/app/main.cc), so that the server in this process behaves alike.
@@ -263,7 +316,7 @@ int Main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD, 128 << 20);
 
   const json templ = json::parse(ReadText(templ_path))["Nodes"]["items"][0];
-  if (!rss_mode.empty()) return RssMode(rss_mode, rss_cluster);
+  if (!rss_cluster.empty()) return RssMode(rss_cluster);
 
   std::filesystem::create_directories(out);
   std::ofstream csv(out + "/latency.csv");
@@ -303,13 +356,14 @@ int Main(int argc, char** argv) {
                     Stats::Percentile(s.e2e_ms, 0.99), Stats::Percentile(s.server_ms, 0.5),
                     Stats::Percentile(s.server_ms, 0.99), static_cast<double>(bytes) / 1024.0);
       md << line;
-      csv << nodes << "," << mode << "," << verb << "," << Stats::Percentile(s.e2e_ms, 0.5) << ","
-          << Stats::Percentile(s.e2e_ms, 0.99) << "," << Stats::Percentile(s.server_ms, 0.5) << ","
-          << Stats::Percentile(s.server_ms, 0.99) << "," << bytes << "\n";
+      csv << nodes << "," << mode << ",\"" << verb << "\"," << Stats::Percentile(s.e2e_ms, 0.5)
+          << "," << Stats::Percentile(s.e2e_ms, 0.99) << "," << Stats::Percentile(s.server_ms, 0.5)
+          << "," << Stats::Percentile(s.server_ms, 0.99) << "," << bytes << "\n";
       std::fprintf(stderr, "%s", line);
     };
     for (bool nodes_mode : {false, true}) {
       const std::string mode = nodes_mode ? "Nodes" : "NodeNames";
+      if (("," + modes + ",").find("," + mode + ",") == std::string::npos) continue;
       const int n = nodes_mode ? std::max(20, requests / 10) : requests;
       // Cold: every request a pod shape gputopo has not seen (a new gpu-milli), so every node
       // is evaluated from scratch - the worst case, e.g. the first pod after a restart.
@@ -326,6 +380,18 @@ int Main(int argc, char** argv) {
       row(mode, "filter, cold", cold_filter, cold[0].size());
       // Steady: what kube-scheduler does all day - filter, prioritize and bind one pending pod
       // after another (one node changes per cycle; replicas of one workload share a shape).
+      // The first pod of each shape (GPU count here) is the cold case above, so one pod of each
+      // is filtered first, unmeasured.
+      std::set<int> warmed;
+      for (const json& pod : c.pending) {
+        const std::string gpus =
+            pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"];
+        if (!warmed.insert(std::stoi(gpus)).second) continue;
+        json probe = pod;
+        probe["metadata"]["name"] = "warm-up-" + gpus;
+        probe["metadata"]["uid"] = "warm-up-" + gpus;
+        (void)client.Post("/filter", ArgsBody(probe, c, nodes_mode, rng), "application/json");
+      }
       Stats filter, prioritize;
       size_t body_bytes = 0;
       for (int i = 0; i < n && !c.pending.empty(); ++i) {
@@ -369,17 +435,29 @@ int Main(int argc, char** argv) {
     row("-", "bind (" + std::to_string(binds_stats.e2e_ms.size()) + " pods)", binds_stats, 0);
     (*app)->Stop();
   }
+  if (skip_memory) {
+    std::ofstream(out + "/latency.md") << md.str();
+    return 0;
+  }
   const std::string cluster_file = "/tmp/gputopo-rss-cluster-" + std::to_string(getpid()) + ".json";
-  std::ofstream(cluster_file) << MakeCluster(largest, pods_per_node, 0, templ, 1).list;
-  const long cache = SpawnRss(argv[0], "cache", cluster_file);
-  const long server = SpawnRss(argv[0], "server", cluster_file);
+  long server = -1;
+  LiveMemory live;
+  {
+    const Cluster c = MakeCluster(largest, pods_per_node, 0, templ, 1);
+    std::ofstream(cluster_file) << c.list;
+    server = SpawnRss(argv[0], cluster_file, templ_path);
+    live = MeasureLive(gputopo, json::parse(c.list)["items"]);
+  }
   std::filesystem::remove(cluster_file);
-  char rss[512];
+  char rss[768];
   std::snprintf(rss, sizeof(rss),
-                "\nResident memory at %d nodes and %d pods: the scheduling cache (ClusterState) "
-                "%.1f MiB; the whole `gputopo serve --snapshot` process, which also keeps every "
-                "object's JSON for /debug/snapshot, %.1f MiB.\n",
-                largest, largest * pods_per_node, static_cast<double>(cache) / 1024.0,
+                "\nResident memory at %d nodes and %d pods: `gputopo serve` in live mode "
+                "(listing and watching a fake API server holding the cluster) %.1f MiB once "
+                "synced (peak %.1f MiB during the initial lists, synced in %.1f s); "
+                "`gputopo serve --snapshot`, which also keeps every object's JSON for "
+                "/debug/snapshot, %.1f MiB.\n",
+                largest, largest * pods_per_node, static_cast<double>(live.rss_kib) / 1024.0,
+                static_cast<double>(live.peak_kib) / 1024.0, live.sync_seconds,
                 static_cast<double>(server) / 1024.0);
   md << rss;
   std::ofstream(out + "/latency.md") << md.str();
