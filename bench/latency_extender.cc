@@ -9,11 +9,14 @@
 // binary in live mode, listing and watching an in-process fake API server that holds the cluster
 // (what a deployment holds), and a `gputopo serve --snapshot` process (which also keeps every
 // object's JSON for /debug/snapshot).
+#include <arpa/inet.h>
 #include <httplib.h>
 #include <malloc.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -218,6 +221,9 @@ struct LiveMemory {
   long rss_kib = -1;   // VmRSS once synced
   long peak_kib = -1;  // VmHWM: the peak, during the initial lists
   double sync_seconds = 0;
+  int cycles = 0;              // filter+prioritize cycles served after the sync
+  long serving_rss_kib = -1;   // VmRSS after them (decision log full, shape tables built)
+  long serving_peak_kib = -1;  // VmHWM then
 };
 
 long ProcStatusKib(pid_t pid, const std::string& field) {
@@ -231,8 +237,26 @@ long ProcStatusKib(pid_t pid, const std::string& field) {
 // The real binary in live mode: a fake API server in this process holds `items` (the same Node
 // and Pod objects the latency runs use); `gputopo serve --kubeconfig` lists and watches it. Its
 // memory is read once both watches are open (both lists applied) and the cache has settled.
-LiveMemory MeasureLive(const std::string& gputopo, const json& items) {
+// A loopback port nothing listens on now (the child binds it right after).
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+LiveMemory MeasureLive(const std::string& gputopo, const Cluster& c, int cycles) {
+  const json items = json::parse(c.list)["items"];
   LiveMemory result;
+  const int port = FreePort();
   testing::FakeApiServer server;
   for (const json& item : items) {
     if (item["kind"] == "Node") {
@@ -248,8 +272,9 @@ LiveMemory MeasureLive(const std::string& gputopo, const json& items) {
                             << server.base_url() << "\n"
                             << "contexts:\n- name: bench\n  context:\n    cluster: bench\n"
                             << "    user: bench\nusers:\n- name: bench\n  user:\n    token: x\n";
-  std::vector<std::string> args = {gputopo,    "serve",       "--kubeconfig", kubeconfig,
-                                   "--listen", "127.0.0.1:0", "--log-level",  "warn"};
+  std::vector<std::string> args = {gputopo,       "serve",    "--kubeconfig",
+                                   kubeconfig,    "--listen", "127.0.0.1:" + std::to_string(port),
+                                   "--log-level", "warn"};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -265,6 +290,21 @@ LiveMemory MeasureLive(const std::string& gputopo, const json& items) {
     std::this_thread::sleep_for(std::chrono::seconds(2));
     result.rss_kib = ProcStatusKib(pid, "VmRSS");
     result.peak_kib = ProcStatusKib(pid, "VmHWM");
+    // Then serve: filter and prioritize pods of several shapes and workloads over every node.
+    httplib::Client client("127.0.0.1", port);
+    client.set_read_timeout(60, 0);
+    std::mt19937_64 rng(5);
+    for (int i = 0; i < cycles; ++i) {
+      const int gpus = i % 10 == 0 ? 4 : i % 5 == 0 ? 2 : 1;
+      const json pod = MakePod("bench", "load-" + std::to_string(i), gpus,
+                               "svc" + std::to_string(i % 7), "", "");
+      const std::string body = ArgsBody(pod, c, false, rng);
+      auto filtered = client.Post("/filter", body, "application/json");
+      auto scored = client.Post("/prioritize", body, "application/json");
+      if (filtered && filtered->status == 200 && scored && scored->status == 200) ++result.cycles;
+    }
+    result.serving_rss_kib = ProcStatusKib(pid, "VmRSS");
+    result.serving_peak_kib = ProcStatusKib(pid, "VmHWM");
   }
   kill(pid, SIGTERM);
   int status = 0;
@@ -446,18 +486,21 @@ int Main(int argc, char** argv) {
     const Cluster c = MakeCluster(largest, pods_per_node, 0, templ, 1);
     std::ofstream(cluster_file) << c.list;
     server = SpawnRss(argv[0], cluster_file, templ_path);
-    live = MeasureLive(gputopo, json::parse(c.list)["items"]);
+    live = MeasureLive(gputopo, c, 600);
   }
   std::filesystem::remove(cluster_file);
-  char rss[768];
+  char rss[1024];
   std::snprintf(rss, sizeof(rss),
                 "\nResident memory at %d nodes and %d pods: `gputopo serve` in live mode "
                 "(listing and watching a fake API server holding the cluster) %.1f MiB once "
-                "synced (peak %.1f MiB during the initial lists, synced in %.1f s); "
-                "`gputopo serve --snapshot`, which also keeps every object's JSON for "
+                "synced (peak %.1f MiB during the initial lists, synced in %.1f s), and "
+                "%.1f MiB after serving %d filter+prioritize cycles over every node (peak "
+                "%.1f MiB); `gputopo serve --snapshot`, which also keeps every object's JSON for "
                 "/debug/snapshot, %.1f MiB.\n",
                 largest, largest * pods_per_node, static_cast<double>(live.rss_kib) / 1024.0,
                 static_cast<double>(live.peak_kib) / 1024.0, live.sync_seconds,
+                static_cast<double>(live.serving_rss_kib) / 1024.0, live.cycles,
+                static_cast<double>(live.serving_peak_kib) / 1024.0,
                 static_cast<double>(server) / 1024.0);
   md << rss;
   std::ofstream(out + "/latency.md") << md.str();

@@ -90,7 +90,7 @@ ordered_json EvaluationJson(const service::CycleRecord& record,
   }
   j["weightedScore"] = Round2(e.weighted_score);
   if ((ref.node & service::CycleRecord::kUnknownNode) == 0) {
-    const policies::NodeState& node = *record.snapshot->nodes()[ref.node];
+    const policies::NodeState& node = record.StateOf(ref);
     ordered_json gpus = ordered_json::array();
     for (int g : topology::ToIndices(e.gpus)) gpus.push_back(node.GpuLabel(g));
     j["gpus"] = gpus;

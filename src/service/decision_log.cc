@@ -16,7 +16,7 @@ std::string_view VerbName(Verb verb) {
 
 const std::string& CycleRecord::NodeName(const NodeRef& ref) const {
   if ((ref.node & kUnknownNode) != 0) return unknown_nodes[ref.node & ~kUnknownNode];
-  return snapshot->nodes()[ref.node]->name();
+  return StateOf(ref).name();
 }
 
 PodHistory& DecisionLog::PodLocked(const std::string& pod_key) {

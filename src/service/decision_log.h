@@ -45,13 +45,17 @@ struct CycleRecord {
   std::shared_ptr<const policies::Preset> preset_used;
   std::string error;  // set when the whole request failed
 
-  // One entry per candidate node, in request order: where it is in `snapshot` (or, with
-  // kUnknownNode set, in unknown_nodes) and which evaluation it got.
+  // One entry per candidate node, in request order: where its state is (see below; with
+  // kUnknownNode set, its name is in unknown_nodes) and which evaluation it got.
   struct NodeRef {
     uint32_t node = 0;
     policies::EvaluationRef evaluation;
   };
+  // While the cycle runs: the snapshot it read, and NodeRef::node is a position in it. Commit
+  // replaces it with node_states, the states of the nodes the record keeps, and NodeRef::node
+  // is then an index into node_states: a recorded cycle does not pin a whole snapshot.
   std::shared_ptr<const policies::ClusterSnapshot> snapshot;
+  std::vector<std::shared_ptr<const policies::NodeState>> node_states;
   std::vector<NodeRef> nodes;
   std::vector<std::string> unknown_nodes;
   // Keep the evaluations NodeRefs point to alive (shared with other cycles through the
@@ -69,6 +73,10 @@ struct CycleRecord {
   std::map<std::string, size_t> failure_reasons;
 
   const std::string& NodeName(const NodeRef& ref) const;
+  // Precondition: the node is known (kUnknownNode not set).
+  const policies::NodeState& StateOf(const NodeRef& ref) const {
+    return snapshot != nullptr ? *snapshot->nodes()[ref.node] : *node_states[ref.node];
+  }
   const policies::NodeEvaluation& EvaluationOf(const NodeRef& ref) const {
     return *ref.evaluation.evaluation;
   }

@@ -108,15 +108,14 @@ void ExtenderService::Commit(std::shared_ptr<CycleRecord> record) const {
         failed.push_back(i);
       }
     }
-    const size_t keep = std::min(kRecordedNodes, passed.size());
-    std::partial_sort(passed.begin(), passed.begin() + static_cast<long>(keep), passed.end(),
-                      [&](size_t a, size_t b) {
-                        return record->nodes[a].evaluation.weighted_score >
-                               record->nodes[b].evaluation.weighted_score;
-                      });
-    passed.resize(keep);
+    // The best scores, ties to the earlier node: (score, position) pairs in one array.
+    std::vector<std::pair<double, size_t>> ranked;
+    ranked.reserve(passed.size());
+    for (size_t i : passed) ranked.emplace_back(-record->nodes[i].evaluation.weighted_score, i);
+    const size_t keep = std::min(kRecordedNodes, ranked.size());
+    std::nth_element(ranked.begin(), ranked.begin() + static_cast<long>(keep), ranked.end());
     std::vector<size_t> kept = failed;
-    kept.insert(kept.end(), passed.begin(), passed.end());
+    for (size_t k = 0; k < keep; ++k) kept.push_back(ranked[k].second);
     std::sort(kept.begin(), kept.end());
     std::vector<CycleRecord::NodeRef> nodes;
     std::vector<int> priorities;
@@ -127,6 +126,15 @@ void ExtenderService::Commit(std::shared_ptr<CycleRecord> record) const {
     }
     record->nodes = std::move(nodes);
     record->priorities = std::move(priorities);
+  }
+  if (record->snapshot != nullptr) {
+    const auto& states = record->snapshot->nodes();
+    for (CycleRecord::NodeRef& ref : record->nodes) {
+      if ((ref.node & CycleRecord::kUnknownNode) != 0) continue;
+      record->node_states.push_back(states[ref.node]);
+      ref.node = static_cast<uint32_t>(record->node_states.size() - 1);
+    }
+    record->snapshot.reset();
   }
   context_.decisions.Add(std::shared_ptr<const CycleRecord>(std::move(record)));
 }

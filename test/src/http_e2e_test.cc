@@ -87,6 +87,31 @@ TEST_F(ServerTest, PrioritizeThenBindChoosesTheBestNodeAndRecordsTheGpus) {
   EXPECT_EQ(decisions["decisions"][0]["verb"], "bind");
 }
 
+TEST_F(ServerTest, RecordedDecisionsDoNotPinTheSnapshotsTheyWereMadeOn) {
+  // /debug keeps hundreds of recent cycles; each must hold only the nodes it shows, not the
+  // whole cluster snapshot (tens of KiB per snapshot at thousands of nodes).
+  const json cluster = BaseCluster();
+  StartWith(cluster);
+  std::weak_ptr<const policies::ClusterSnapshot> before = app_->state().Snapshot();
+  const json args = Args(PodObject(cluster, "train"), {"plain", "h100", "nowhere"});
+  ASSERT_TRUE(PostJson("/filter", args.dump()).is_object());
+  ASSERT_TRUE(PostJson("/prioritize", args.dump()).is_array());
+  const json bound = PostJson(
+      "/bind",
+      json(
+          {{"PodName", "train"}, {"PodNamespace", "ml"}, {"PodUID", "uid-train"}, {"Node", "h100"}})
+          .dump());
+  ASSERT_EQ(bound["Error"], "");
+  EXPECT_TRUE(before.expired());  // the bind published a new one; nothing holds the old
+  // The recorded cycles still name and explain their nodes, as they were then.
+  const json why = Get("/debug/pods/ml/train");
+  std::set<std::string> named;
+  for (const json& n : why["filter"]["nodes"]) named.insert(n["node"]);
+  EXPECT_EQ(named, (std::set<std::string>{"plain", "h100", "nowhere"}));
+  EXPECT_EQ(why["prioritize"]["nodes"][0]["node"], "h100");
+  EXPECT_EQ(why["prioritize"]["nodes"][0]["gpus"].size(), 4u);
+}
+
 TEST_F(ServerTest, ReplicasOfOneGroupGetDistinctGpus) {
   const json cluster = BaseCluster();
   StartWith(cluster);
