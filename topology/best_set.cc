@@ -8,18 +8,6 @@
 namespace gputopo::topology {
 namespace {
 
-// True when `a` lists lower GPU indices first (lexicographic on ascending index lists).
-bool LexicographicallySmaller(GpuMask a, GpuMask b) {
-  while (a != 0 && b != 0) {
-    const int ia = std::countr_zero(a);
-    const int ib = std::countr_zero(b);
-    if (ia != ib) return ia < ib;
-    a &= a - 1;
-    b &= b - 1;
-  }
-  return false;
-}
-
 bool Better(const BestSet& candidate, const BestSet& incumbent) {
   if (incumbent.gpus == 0) return true;
   if (candidate.weight != incumbent.weight) return candidate.weight > incumbent.weight;

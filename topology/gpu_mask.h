@@ -30,6 +30,18 @@ inline std::vector<int> ToIndices(GpuMask mask) {
   }
   return out;
 }
+// True when `a` lists lower GPU indices first (lexicographic on ascending index lists): the
+// deterministic tie-break between equally good sets.
+inline bool LexicographicallySmaller(GpuMask a, GpuMask b) {
+  while (a != 0 && b != 0) {
+    const int ia = std::countr_zero(a);
+    const int ib = std::countr_zero(b);
+    if (ia != ib) return ia < ib;
+    a &= a - 1;
+    b &= b - 1;
+  }
+  return false;
+}
 inline GpuMask FromIndices(const std::vector<int>& indices) {
   GpuMask mask = 0;
   for (int i : indices) mask |= Bit(i);

@@ -31,18 +31,6 @@ std::string Plural(int n, std::string_view word) {
   return std::to_string(n) + " " + std::string(word) + (n == 1 ? "" : "s");
 }
 
-// True when `a` lists lower GPU indices first.
-bool LexicographicallySmaller(GpuMask a, GpuMask b) {
-  while (a != 0 && b != 0) {
-    const int ia = std::countr_zero(a);
-    const int ib = std::countr_zero(b);
-    if (ia != ib) return ia < ib;
-    a &= a - 1;
-    b &= b - 1;
-  }
-  return false;
-}
-
 // The masks of the domains a required locality confines the pod to; one "everything" domain
 // when it is not required.
 std::vector<GpuMask> SearchDomains(const PodRequirements& pod,
@@ -188,7 +176,7 @@ class CandidateSearch {
     ++candidates_;
     const double score = WeightedScore(gpus);
     if (best_ == 0 || score > best_score_ ||
-        (score == best_score_ && LexicographicallySmaller(gpus, best_))) {
+        (score == best_score_ && topology::LexicographicallySmaller(gpus, best_))) {
       best_ = gpus;
       best_score_ = score;
     }
@@ -346,18 +334,19 @@ PodEvaluator::PodEvaluator(const PodRequirements& pod, const Preset& preset, Eva
   if (cache_ != nullptr) shape_id_ = cache_->ShapeId(EvaluationShape(pod, preset));
 }
 
-void PodEvaluator::Reserve(size_t nodes) { evaluations_.reserve(nodes); }
-
 uint32_t PodEvaluator::Add(std::shared_ptr<const NodeEvaluation> evaluation) {
   evaluations_.push_back(std::move(evaluation));
   return static_cast<uint32_t>(evaluations_.size() - 1);
 }
 
+GpuMask PodEvaluator::GroupGpusOf(const NodeState& node) const {
+  return pod_.spread == SpreadMode::kNone || !node.has_topology()
+             ? 0
+             : node.GroupGpus(pod_.group, group_hash_);
+}
+
 uint32_t PodEvaluator::Evaluate(const NodeState& node) {
-  const GpuMask group = pod_.spread == SpreadMode::kNone || !node.has_topology()
-                            ? 0
-                            : node.GroupGpus(pod_.group, group_hash_);
-  return Add(EvaluateShared(node, group));
+  return Add(EvaluateShared(node, GroupGpusOf(node)));
 }
 
 std::shared_ptr<const NodeEvaluation> PodEvaluator::EvaluateShared(const NodeState& node,
@@ -389,23 +378,22 @@ CycleEvaluations PodEvaluator::EvaluateAt(const ClusterSnapshot& snapshot,
                                           const std::vector<size_t>& positions) {
   CycleEvaluations out;
   out.per_node.resize(positions.size());
+  // Without a cache every evaluation is owned here; with one, those of nodes that hold the
+  // pod's group (the table keeps the others).
+  auto own = std::make_shared<std::vector<std::shared_ptr<const NodeEvaluation>>>();
+  auto evaluate_and_own = [&](const NodeState& node, GpuMask group) {
+    own->push_back(EvaluateShared(node, group));
+    return EvaluationRef::To(*own->back());
+  };
   if (cache_ == nullptr) {
-    auto owned = std::make_shared<std::vector<std::shared_ptr<const NodeEvaluation>>>();
     for (size_t i = 0; i < positions.size(); ++i) {
       if (positions[i] == ClusterSnapshot::kNotFound) continue;
       const NodeState& node = *snapshot.nodes()[positions[i]];
-      const GpuMask group = pod_.spread == SpreadMode::kNone || !node.has_topology()
-                                ? 0
-                                : node.GroupGpus(pod_.group, group_hash_);
-      owned->push_back(EvaluateShared(node, group));
-      out.per_node[i] = {owned->back().get(), owned->back()->weighted_score,
-                         owned->back()->verdict};
+      out.per_node[i] = evaluate_and_own(node, GroupGpusOf(node));
     }
-    out.owners.push_back(std::move(owned));
+    out.owners.push_back(std::move(own));
     return out;
   }
-  // Evaluations of nodes that hold the pod's group are not the table's: owned here.
-  auto own = std::make_shared<std::vector<std::shared_ptr<const NodeEvaluation>>>();
   const std::shared_ptr<ShapeTable> table = cache_->Table(shape_id_);
   std::lock_guard<std::mutex> lock(table->mutex);
   table->Attach(snapshot.name_index());
@@ -421,10 +409,8 @@ CycleEvaluations PodEvaluator::EvaluateAt(const ClusterSnapshot& snapshot,
     const NodeSummary& summary = snapshot.summary(position);
     if (spread && summary.groups.MayContain(group_hash_)) {
       const NodeState& node = *snapshot.nodes()[position];
-      const GpuMask group = node.has_topology() ? node.GroupGpus(pod_.group, group_hash_) : 0;
-      if (group != 0) {
-        own->push_back(EvaluateShared(node, group));
-        out.per_node[i] = {own->back().get(), own->back()->weighted_score, own->back()->verdict};
+      if (const GpuMask group = GroupGpusOf(node); group != 0) {
+        out.per_node[i] = evaluate_and_own(node, group);
         continue;
       }
     }

@@ -63,6 +63,7 @@ struct EvaluationRef {
   double weighted_score = 0.0;
   Verdict verdict = Verdict::kUnschedulable;
   bool fits() const { return verdict == Verdict::kFits; }
+  static EvaluationRef To(const NodeEvaluation& e) { return {&e, e.weighted_score, e.verdict}; }
 };
 
 // One cycle's evaluations, one per node asked about, and what keeps them alive.
@@ -93,8 +94,6 @@ class PodEvaluator {
   // All must outlive the evaluator; `cache` may be null.
   PodEvaluator(const PodRequirements& pod, const Preset& preset, EvaluationCache* cache = nullptr);
 
-  // Room for this many Evaluate() calls.
-  void Reserve(size_t nodes);
   // Index of the node's evaluation; see evaluation().
   uint32_t Evaluate(const NodeState& node);
   const NodeEvaluation& evaluation(uint32_t index) const { return *evaluations_[index]; }
@@ -107,15 +106,13 @@ class PodEvaluator {
                               const std::vector<size_t>& positions);
   uint64_t table_hits() const { return table_hits_; }
   size_t evaluation_count() const { return evaluations_.size(); }
-  // The evaluations made, indexed as Evaluate() answered; the evaluator is spent afterwards.
-  std::vector<std::shared_ptr<const NodeEvaluation>> TakeEvaluations() {
-    return std::move(evaluations_);
-  }
   uint64_t memo_hits() const { return memo_hits_; }
   uint64_t cache_hits() const { return cache_hits_; }
 
  private:
   uint32_t Add(std::shared_ptr<const NodeEvaluation> evaluation);
+  // The node's GPUs holding the pod's group, as far as the evaluation depends on them.
+  GpuMask GroupGpusOf(const NodeState& node) const;
   // Evaluate()'s answer, through the node memo and this cycle's memo, without keeping it.
   std::shared_ptr<const NodeEvaluation> EvaluateShared(const NodeState& node, GpuMask group);
 

@@ -62,7 +62,7 @@ const EvaluationRef& ShapeTable::Store(size_t position, uint64_t version,
                                        std::shared_ptr<const NodeEvaluation> evaluation) {
   Slot& slot = slots_[position];
   slot.version = version;
-  slot.ref = {evaluation.get(), evaluation->weighted_score, evaluation->verdict};
+  slot.ref = EvaluationRef::To(*evaluation);
   if (owned_at_.try_emplace(evaluation.get(), owned_->size()).second) {
     owned_->push_back(std::move(evaluation));
   }
