@@ -160,9 +160,7 @@ Status InMemoryCluster::ReplacePodLocked(PodSlot& slot, std::string text) {
   return Status::Ok();
 }
 
-Status InMemoryCluster::AnnotatePod(const PodRef& pod, std::string_view resource_version,
-                                    std::string_view key, std::string_view value) {
-  std::lock_guard<std::mutex> lock(mutex_);
+Result<InMemoryCluster::PodSlot*> InMemoryCluster::FindPodLocked(const PodRef& pod) {
   auto it = pods_.find(pod.Key());
   if (it == pods_.end()) return NotFound("pods \"" + pod.name + "\" not found");
   PodSlot& slot = it->second;
@@ -170,6 +168,15 @@ Status InMemoryCluster::AnnotatePod(const PodRef& pod, std::string_view resource
     return Conflict("Precondition failed: UID in precondition: " + pod.uid +
                     ", UID in object meta: " + slot.info.uid);
   }
+  return &slot;
+}
+
+Status InMemoryCluster::AnnotatePod(const PodRef& pod, std::string_view resource_version,
+                                    std::string_view key, std::string_view value) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Result<PodSlot*> found = FindPodLocked(pod);
+  if (!found.ok()) return found.status();
+  PodSlot& slot = **found;
   if (!resource_version.empty() && slot.info.resource_version != resource_version) {
     return Conflict("Operation cannot be fulfilled on pods \"" + pod.name +
                     "\": the object has been modified; please apply your changes to the latest "
@@ -186,13 +193,9 @@ Status InMemoryCluster::AnnotatePod(const PodRef& pod, std::string_view resource
 
 Status InMemoryCluster::BindPod(const PodRef& pod, std::string_view node) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = pods_.find(pod.Key());
-  if (it == pods_.end()) return NotFound("pods \"" + pod.name + "\" not found");
-  PodSlot& slot = it->second;
-  if (!pod.uid.empty() && slot.info.uid != pod.uid) {
-    return Conflict("Precondition failed: UID in precondition: " + pod.uid +
-                    ", UID in object meta: " + slot.info.uid);
-  }
+  Result<PodSlot*> found = FindPodLocked(pod);
+  if (!found.ok()) return found.status();
+  PodSlot& slot = **found;
   if (!slot.info.node_name.empty()) {
     return Conflict("Operation cannot be fulfilled on pods/binding \"" + pod.name + "\": pod " +
                     pod.name + " is already assigned to node \"" + slot.info.node_name + "\"");

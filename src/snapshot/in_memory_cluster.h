@@ -64,6 +64,9 @@ class InMemoryCluster final : public KubeApi {
     PodInfo info;
   };
   InMemoryCluster() = default;
+  // Precondition: mutex_ held. The pod's slot, as the API server resolves a write to it:
+  // NotFound, or Conflict when the request names another UID than the stored pod's.
+  Result<PodSlot*> FindPodLocked(const PodRef& pod);
   // Precondition: mutex_ held. Re-encodes a changed pod and tells the listener.
   Status ReplacePodLocked(PodSlot& slot, std::string json);
   std::string NextResourceVersionLocked();
