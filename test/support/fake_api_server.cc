@@ -310,21 +310,19 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-std::optional<uint64_t> ParseUint(std::string_view s) {
-  uint64_t value = 0;
+// The whole of `s` as a decimal T; nullopt for anything else (empty, signs T lacks, junk,
+// overflow).
+template <typename T>
+std::optional<T> ParseNumber(std::string_view s) {
+  T value = 0;
   if (s.empty()) return std::nullopt;
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
   if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
   return value;
 }
 
-std::optional<int64_t> ParseInt(std::string_view s) {
-  int64_t value = 0;
-  if (s.empty()) return std::nullopt;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return value;
-}
+std::optional<uint64_t> ParseUint(std::string_view s) { return ParseNumber<uint64_t>(s); }
+std::optional<int64_t> ParseInt(std::string_view s) { return ParseNumber<int64_t>(s); }
 
 // Go's strconv.ParseBool.
 std::optional<bool> ParseBool(std::string_view s) {
