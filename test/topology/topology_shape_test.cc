@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "test/support/machines.h"
 #include "topology/best_set.h"
 #include "topology/combinations.h"
 #include "topology/link_type.h"
@@ -16,37 +17,8 @@ namespace {
 
 Link L(std::string_view text) { return *ParseLink(text); }
 
-// The DGX-1 hybrid cube-mesh, as in shared/topology/nvidia-smi/dgx1_like_*.txt.
-MachineTopology Dgx1() {
-  const char* rows[8][8] = {{"X", "NV1", "NV1", "NV2", "NV2", "SYS", "SYS", "SYS"},
-                            {"NV1", "X", "NV2", "NV1", "SYS", "NV2", "SYS", "SYS"},
-                            {"NV1", "NV2", "X", "NV2", "SYS", "SYS", "NV1", "SYS"},
-                            {"NV2", "NV1", "NV2", "X", "SYS", "SYS", "SYS", "NV1"},
-                            {"NV2", "SYS", "SYS", "SYS", "X", "NV1", "NV1", "NV2"},
-                            {"SYS", "NV2", "SYS", "SYS", "NV1", "X", "NV2", "NV1"},
-                            {"SYS", "SYS", "NV1", "SYS", "NV1", "NV2", "X", "NV2"},
-                            {"SYS", "SYS", "SYS", "NV1", "NV2", "NV1", "NV2", "X"}};
-  MachineTopology m(8);
-  for (int a = 0; a < 8; ++a) {
-    m.gpu(a).numa_node = a < 4 ? 0 : 1;
-    for (int b = a + 1; b < 8; ++b) m.SetLink(a, b, L(rows[a][b]));
-  }
-  return m;
-}
-
-// Two NVLink pairs per NUMA node, PCIe between pairs: 4 islands of 2.
-MachineTopology PairedPcie() {
-  MachineTopology m(8);
-  for (int a = 0; a < 8; ++a) {
-    m.gpu(a).numa_node = a / 4;
-    for (int b = a + 1; b < 8; ++b) {
-      Link link = a / 4 == b / 4 ? L("NODE") : L("SYS");
-      if (a / 2 == b / 2) link = L("NV4");
-      m.SetLink(a, b, link);
-    }
-  }
-  return m;
-}
+using testing::Dgx1;         // the hybrid cube-mesh of shared/topology/nvidia-smi/dgx1_like_*.txt
+using testing::NvLinkPairs;  // two NVLink pairs per NUMA node, PCIe between pairs: 4 islands of 2
 
 TEST(LinkTypeTest, ParsesEveryNvidiaSmiName) {
   struct Case {
@@ -131,7 +103,7 @@ TEST(TopologyShapeTest, Dgx1IsOneIslandOverTwoNumaNodes) {
 }
 
 TEST(TopologyShapeTest, IslandsAreNvLinkComponentsNotNumaNodes) {
-  auto shape = TopologyShape::Analyze(PairedPcie());
+  auto shape = TopologyShape::Analyze(NvLinkPairs());
   ASSERT_TRUE(shape.ok());
   const TopologyShape& s = **shape;
   ASSERT_EQ(s.island_count(), 4);
@@ -214,7 +186,7 @@ TEST(ShapeInternerTest, SharesOneShapePerMachineType) {
   auto sb = interner.Intern(b);
   ASSERT_TRUE(sa.ok() && sb.ok());
   EXPECT_EQ(sa->get(), sb->get());
-  auto sc = interner.Intern(PairedPcie());
+  auto sc = interner.Intern(NvLinkPairs());
   ASSERT_TRUE(sc.ok());
   EXPECT_NE(sa->get(), sc->get());
   EXPECT_EQ(interner.size(), 2u);
