@@ -61,7 +61,7 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(Verb verb,
           ref.node =
               CycleRecord::kUnknownNode | static_cast<uint32_t>(record->unknown_nodes.size());
           record->unknown_nodes.emplace_back(args.node_names[i]);
-          ref.evaluation = {unknown.get(), 0.0, policies::Verdict::kUnschedulable};
+          ref.evaluation = policies::EvaluationRef::To(*unknown);
           ++record->failed;
           continue;
         }
