@@ -2,7 +2,10 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cstdio>
+#include <cstring>
 
 #include "src/codec/k8s_ondemand.h"
 
@@ -139,9 +142,41 @@ Result<BindingArgs> ParseBindingArgs(std::string_view body) {
   return args;
 }
 
-void AppendJsonString(std::string& out, std::string_view text) {
-  out.push_back('"');
-  // Copy runs of characters that need no escaping in one go (node names never do).
+namespace {
+
+// True when some byte of `text` must be escaped in a JSON string (a control character, '"' or
+// '\\'). Eight bytes at a time: node names and reasons never need it, and the reply writers
+// check every one of them.
+inline bool WordNeedsEscaping(uint64_t word) {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr uint64_t kHigh = 0x8080808080808080ULL;
+  // A byte below 0x20, or a zero byte after xor with '"' or '\\' ("has a zero byte" is exact as
+  // a yes/no answer: the borrow that can mark a wrong byte only follows a real one).
+  const uint64_t quote = word ^ (kOnes * '"');
+  const uint64_t backslash = word ^ (kOnes * '\\');
+  return (((word - kOnes * 0x20) & ~word) | ((quote - kOnes) & ~quote) |
+          ((backslash - kOnes) & ~backslash)) &
+         kHigh;
+}
+
+inline bool NeedsJsonEscaping(std::string_view text) {
+  const char* data = text.data();
+  const size_t size = text.size();
+  uint64_t word;
+  if (size < 8) {
+    word = 0x6161616161616161ULL;  // 'a' in the bytes past the end
+    std::memcpy(&word, data, size);
+    return WordNeedsEscaping(word);
+  }
+  for (size_t i = 0; i + 8 < size; i += 8) {
+    std::memcpy(&word, data + i, sizeof(word));
+    if (WordNeedsEscaping(word)) return true;
+  }
+  std::memcpy(&word, data + size - 8, sizeof(word));  // the last 8 bytes, overlapping
+  return WordNeedsEscaping(word);
+}
+
+void AppendEscaped(std::string& out, std::string_view text) {
   size_t run = 0;
   for (size_t i = 0; i < text.size(); ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
@@ -172,45 +207,114 @@ void AppendJsonString(std::string& out, std::string_view text) {
     }
   }
   out.append(text.data() + run, text.size() - run);
+}
+
+// The reply writers' output: a string written through a raw pointer, growing only when a
+// Reserve finds too little room, so that writing thousands of nodes costs a few stores each.
+class ReplyBuffer {
+ public:
+  explicit ReplyBuffer(size_t capacity) {
+    out_.resize(std::max<size_t>(capacity, 64));
+    at_ = 0;
+  }
+  // Room for `bytes` more bytes of Raw, Char and Int output.
+  void Reserve(size_t bytes) {
+    if (out_.size() - at_ < bytes) [[unlikely]]
+      Grow(bytes);
+  }
+  void Char(char c) { out_[at_++] = c; }
+  void Raw(std::string_view text) {
+    std::memcpy(out_.data() + at_, text.data(), text.size());
+    at_ += text.size();
+  }
+  void Int(int value) {  // needs 11 bytes of room
+    at_ = static_cast<size_t>(std::to_chars(out_.data() + at_, out_.data() + at_ + 11, value).ptr -
+                              out_.data());
+  }
+  // A JSON string literal; reserves its own room.
+  void String(std::string_view text) {
+    if (NeedsJsonEscaping(text)) {
+      std::string escaped;
+      AppendEscaped(escaped, text);
+      Reserve(escaped.size() + 2);
+      Char('"');
+      Raw(escaped);
+      Char('"');
+      return;
+    }
+    Reserve(text.size() + 2);
+    Char('"');
+    Raw(text);
+    Char('"');
+  }
+  std::string Take() && {
+    out_.resize(at_);
+    return std::move(out_);
+  }
+
+ private:
+  [[gnu::noinline]] void Grow(size_t bytes) { out_.resize(std::max(out_.size() * 2, at_ + bytes)); }
+
+  std::string out_;
+  size_t at_ = 0;  // bytes written
+};
+
+}  // namespace
+
+void AppendJsonString(std::string& out, std::string_view text) {
+  out.push_back('"');
+  if (NeedsJsonEscaping(text)) {
+    AppendEscaped(out, text);
+  } else {
+    out.append(text);
+  }
   out.push_back('"');
 }
 
 std::string WriteFilterResult(const ExtenderArgs& args,
                               const std::vector<FilterOutcome>& outcomes) {
-  std::string out;
   size_t estimate = 128;
-  for (size_t i = 0; i < args.node_names.size(); ++i) {
+  for (size_t i = 0; i < outcomes.size(); ++i) {
     estimate += args.node_names[i].size() + 4;
-    if (args.nodes_mode && i < args.node_objects.size())
-      estimate += args.node_objects[i].size() + 1;
+    if (!outcomes[i].passed) estimate += outcomes[i].reason.size() + 4;
+    if (args.nodes_mode && outcomes[i].passed) estimate += args.node_objects[i].size() + 1;
   }
-  out.reserve(estimate);
+  ReplyBuffer out(estimate);
   auto append_failed = [&](bool unresolvable) {
-    out.push_back('{');
+    out.Reserve(2);
+    out.Char('{');
     bool first = true;
     for (size_t i = 0; i < outcomes.size(); ++i) {
       if (outcomes[i].passed || outcomes[i].unresolvable != unresolvable) continue;
-      if (!first) out.push_back(',');
+      if (!first) {
+        out.Reserve(1);
+        out.Char(',');
+      }
       first = false;
-      AppendJsonString(out, args.node_names[i]);
-      out.push_back(':');
-      AppendJsonString(out, outcomes[i].reason);
+      out.String(args.node_names[i]);
+      out.Reserve(1);
+      out.Char(':');
+      out.String(outcomes[i].reason);
     }
-    out.push_back('}');
+    out.Reserve(1);
+    out.Char('}');
   };
-  out += "{\"Nodes\":";
+  out.Reserve(64);
+  out.Raw("{\"Nodes\":");
   if (args.nodes_mode) {
-    out += "{\"metadata\":{},\"items\":[";
+    out.Raw("{\"metadata\":{},\"items\":[");
     bool first = true;
     for (size_t i = 0; i < outcomes.size(); ++i) {
       if (!outcomes[i].passed) continue;
-      if (!first) out.push_back(',');
+      out.Reserve(args.node_objects[i].size() + 1);
+      if (!first) out.Char(',');
       first = false;
-      out += args.node_objects[i];
+      out.Raw(args.node_objects[i]);
     }
-    out += "]},\"NodeNames\":[";
+    out.Reserve(32);
+    out.Raw("]},\"NodeNames\":[");
   } else {
-    out += "null,\"NodeNames\":[";
+    out.Raw("null,\"NodeNames\":[");
   }
   {
     // NodeNames in both modes: a scheduler with a node cache reads these, one without reads
@@ -218,18 +322,23 @@ std::string WriteFilterResult(const ExtenderArgs& args,
     bool first = true;
     for (size_t i = 0; i < outcomes.size(); ++i) {
       if (!outcomes[i].passed) continue;
-      if (!first) out.push_back(',');
+      if (!first) {
+        out.Reserve(1);
+        out.Char(',');
+      }
       first = false;
-      AppendJsonString(out, args.node_names[i]);
+      out.String(args.node_names[i]);
     }
-    out += "]";
+    out.Reserve(20);
+    out.Raw("],\"FailedNodes\":");
   }
-  out += ",\"FailedNodes\":";
   append_failed(false);
-  out += ",\"FailedAndUnresolvableNodes\":";
+  out.Reserve(40);
+  out.Raw(",\"FailedAndUnresolvableNodes\":");
   append_failed(true);
-  out += ",\"Error\":\"\"}";
-  return out;
+  out.Reserve(16);
+  out.Raw(",\"Error\":\"\"}");
+  return std::move(out).Take();
 }
 
 std::string WriteFilterError(std::string_view error) {
@@ -242,19 +351,23 @@ std::string WriteFilterError(std::string_view error) {
 }
 
 std::string WritePriorityList(const std::vector<std::pair<std::string_view, int>>& scores) {
-  std::string out;
-  out.reserve(32 + scores.size() * 40);
-  out.push_back('[');
+  size_t estimate = 2;
+  for (const auto& score : scores) estimate += score.first.size() + 32;
+  ReplyBuffer out(estimate);
+  out.Char('[');
   for (size_t i = 0; i < scores.size(); ++i) {
-    if (i > 0) out.push_back(',');
-    out += "{\"Host\":";
-    AppendJsonString(out, scores[i].first);
-    out += ",\"Score\":";
-    out += std::to_string(scores[i].second);
-    out.push_back('}');
+    constexpr std::string_view kHost = ",{\"Host\":";
+    out.Reserve(kHost.size());
+    out.Raw(i > 0 ? kHost : kHost.substr(1));
+    out.String(scores[i].first);
+    out.Reserve(24);
+    out.Raw(",\"Score\":");
+    out.Int(scores[i].second);
+    out.Char('}');
   }
-  out.push_back(']');
-  return out;
+  out.Reserve(1);
+  out.Char(']');
+  return std::move(out).Take();
 }
 
 std::string WriteBindingResult(std::string_view error) {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -533,6 +534,59 @@ TEST(WritePriorityListTest, HostsAndScoresInOrder) {
   EXPECT_TRUE(reply[0]["Score"].is_number_integer());
 }
 
+// Thousands of hosts, some needing escapes and some longer than the writer's estimate allows
+// for: every one comes back, in order, with its score.
+TEST(WritePriorityListTest, ManyHostsRoundTrip) {
+  std::vector<std::string> hosts;
+  for (int i = 0; i < 5000; ++i) {
+    std::string host = "gpu-node-" + std::to_string(i);
+    if (i % 97 == 0) host += "\"\\\n";
+    if (i % 1000 == 0) host += std::string(300, '"');
+    hosts.push_back(host);
+  }
+  std::vector<std::pair<std::string_view, int>> scores;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    // The longest integer the writer can meet, once.
+    scores.emplace_back(hosts[i],
+                        i == 7 ? std::numeric_limits<int>::min() : static_cast<int>(i % 11));
+  }
+  const json reply = Parse(WritePriorityList(scores));
+  ASSERT_EQ(reply.size(), hosts.size());
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    ASSERT_EQ(reply[i]["Host"], hosts[i]);
+    ASSERT_EQ(reply[i]["Score"], scores[i].second);
+  }
+}
+
+TEST(WriteFilterResultTest, ManyNodesWithEscapesRoundTrip) {
+  std::vector<std::string> names;
+  std::vector<std::string> reasons;
+  for (int i = 0; i < 3000; ++i) {
+    names.push_back("n" + std::to_string(i) + (i % 50 == 0 ? std::string(200, '\\') : ""));
+    reasons.push_back("needs " + std::to_string(i % 8) + " GPUs" +
+                      (i % 70 == 0 ? std::string(400, '\n') : ""));
+  }
+  ExtenderArgs args;
+  std::vector<FilterOutcome> outcomes;
+  for (int i = 0; i < 3000; ++i) {
+    args.node_names.push_back(names[static_cast<size_t>(i)]);
+    const std::string& reason = reasons[static_cast<size_t>(i)];
+    outcomes.push_back(i % 3 == 0 ? Passed() : i % 3 == 1 ? Failed(reason) : Unresolvable(reason));
+  }
+  const json reply = Parse(WriteFilterResult(args, outcomes));
+  json passed = json::array();
+  json failed = json::object();
+  json unresolvable = json::object();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i % 3 == 0) passed.push_back(names[i]);
+    if (i % 3 == 1) failed[names[i]] = reasons[i];
+    if (i % 3 == 2) unresolvable[names[i]] = reasons[i];
+  }
+  EXPECT_EQ(reply["NodeNames"], passed);
+  EXPECT_EQ(reply["FailedNodes"], failed);
+  EXPECT_EQ(reply["FailedAndUnresolvableNodes"], unresolvable);
+}
+
 TEST(WritePriorityListTest, Empty) { EXPECT_EQ(Parse(WritePriorityList({})), json::array()); }
 
 TEST(WriteBindingResultTest, EmptyAndWithError) {
@@ -565,6 +619,27 @@ TEST(AppendJsonStringTest, EscapesAndRoundTrips) {
     EXPECT_EQ(parsed.get<std::string>(), input) << literal;
     // No raw control characters survive.
     for (char c : literal) EXPECT_GE(static_cast<unsigned char>(c), 0x20) << literal;
+  }
+}
+
+// The clean-text check reads eight bytes at a time: every byte value at every position of a
+// word, and in the bytes after the last whole word, must be escaped exactly when JSON says so.
+TEST(AppendJsonStringTest, EveryByteAtEveryPositionRoundTrips) {
+  for (size_t length : {size_t{1}, size_t{7}, size_t{8}, size_t{9}, size_t{16}, size_t{21}}) {
+    for (size_t at = 0; at < length; ++at) {
+      for (int byte = 0; byte < 0x80; ++byte) {
+        std::string input(length, 'a');
+        input[at] = static_cast<char>(byte);
+        std::string out;
+        AppendJsonString(out, input);
+        const bool must_escape = byte < 0x20 || byte == '"' || byte == '\\';
+        ASSERT_EQ(out.size() != input.size() + 2, must_escape)
+            << "byte " << byte << " at " << at << " of " << length;
+        const json parsed = json::parse(out, nullptr, /*allow_exceptions=*/false);
+        ASSERT_TRUE(parsed.is_string()) << out;
+        ASSERT_EQ(parsed.get<std::string>(), input);
+      }
+    }
   }
 }
 
