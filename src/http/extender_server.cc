@@ -9,6 +9,7 @@
 #include "src/http/debug_views.h"
 #include "src/http/parser_pool.h"
 #include "src/http/request_metrics.h"
+#include "src/service/decision_recorder.h"
 
 namespace gputopo::http {
 namespace {
@@ -16,6 +17,8 @@ namespace {
 constexpr const char* kJson = "application/json";
 // Parsers that handled bodies above this are not pooled (their buffers are freed).
 constexpr size_t kPooledParserBytes = 8u << 20;
+// Cycle records waiting for the recorder's thread before handlers commit their own.
+constexpr size_t kMaxPendingRecords = 64;
 
 long long MicrosSince(const Clock& clock, std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::microseconds>(clock.MonotonicNow() - start)
@@ -43,6 +46,19 @@ struct ExtenderServer::Impl {
                                                                 options.tls_key_file.c_str())),
         server(*server_owner) {
     if (deps.metrics != nullptr) metrics.emplace(*deps.metrics);
+    recorder.emplace([this](std::shared_ptr<service::CycleRecord> record) { Commit(record); },
+                     kMaxPendingRecords);
+  }
+  ~Impl() { recorder.reset(); }  // commits what is pending while everything it uses exists
+
+  // A cycle's bookkeeping, off the request path (DecisionRecorder): its record into the
+  // DecisionLog, and the filter metrics that need the record's failures by reason.
+  void Commit(const std::shared_ptr<service::CycleRecord>& record) {
+    deps.service.Commit(record);  // fills failure_reasons; the record is not changed after
+    if (metrics && record->verb == service::Verb::kFilter && record->error.empty()) {
+      metrics->FilterNodes(record->passed, record->failed, record->unresolvable);
+      metrics->FilterFailures(record->failure_reasons);
+    }
   }
 
   void Record(Verb verb, RequestResult result, std::chrono::steady_clock::time_point start) {
@@ -60,6 +76,7 @@ struct ExtenderServer::Impl {
   std::unique_ptr<httplib::Server> server_owner;  // httplib::SSLServer with TLS
   httplib::Server& server;
   std::optional<RequestMetrics> metrics;
+  std::optional<service::DecisionRecorder> recorder;
   std::thread thread;
 };
 
@@ -76,28 +93,24 @@ void ExtenderServer::Impl::HandleFilter(const httplib::Request& req, httplib::Re
     Record(Verb::kFilter, RequestResult::kBadRequest, start);
     return;
   }
-  const service::FilterReply reply = deps.service.Filter(**args);
+  service::FilterReply reply = deps.service.Filter(**args);
   const service::CycleRecord& r = *reply.record;
   if (!reply.error.empty()) {
-    deps.service.Commit(reply.record);
     spdlog::info("filter pod={} error=\"{}\" took={}us", r.pod_key, reply.error,
                  MicrosSince(clock, start));
     res.set_content(extender::WriteFilterError(reply.error), kJson);
     Record(Verb::kFilter, RequestResult::kError, start);
+    recorder->Submit(std::move(reply.record));
     return;
   }
   res.set_content(extender::WriteFilterResult(**args, reply.outcomes), kJson);
-  deps.service.Commit(reply.record);
   Record(Verb::kFilter, RequestResult::kOk, start);
-  if (metrics) {
-    metrics->FilterNodes(r.passed, r.failed, r.unresolvable);
-    metrics->FilterFailures(r.failure_reasons);
-  }
   const long long took = MicrosSince(clock, start);
   SetServerTiming(res, took);
   spdlog::info("filter pod={} mode={} candidates={} passed={} failed={} unresolvable={} took={}us",
                r.pod_key, (*args)->nodes_mode ? "nodes" : "names", (*args)->node_names.size(),
                r.passed, r.failed, r.unresolvable, took);
+  recorder->Submit(std::move(reply.record));  // last: the recorder's thread changes it
 }
 
 void ExtenderServer::Impl::HandlePrioritize(const httplib::Request& req, httplib::Response& res) {
@@ -113,15 +126,15 @@ void ExtenderServer::Impl::HandlePrioritize(const httplib::Request& req, httplib
     Record(Verb::kPrioritize, RequestResult::kBadRequest, start);
     return;
   }
-  const service::PrioritizeReply reply = deps.service.Prioritize(**args);
+  service::PrioritizeReply reply = deps.service.Prioritize(**args);
   const service::CycleRecord& r = *reply.record;
   if (!reply.error.empty()) {
-    deps.service.Commit(reply.record);
     spdlog::info("prioritize pod={} error=\"{}\" took={}us", r.pod_key, reply.error,
                  MicrosSince(clock, start));
     res.status = 400;
     res.set_content(reply.error + "\n", "text/plain");
     Record(Verb::kPrioritize, RequestResult::kError, start);
+    recorder->Submit(std::move(reply.record));
     return;
   }
   std::string_view best;
@@ -133,12 +146,12 @@ void ExtenderServer::Impl::HandlePrioritize(const httplib::Request& req, httplib
     }
   }
   res.set_content(extender::WritePriorityList(reply.scores), kJson);
-  deps.service.Commit(reply.record);
   Record(Verb::kPrioritize, RequestResult::kOk, start);
   const long long took = MicrosSince(clock, start);
   SetServerTiming(res, took);
   spdlog::info("prioritize pod={} candidates={} best={} score={} took={}us", r.pod_key,
                reply.scores.size(), best, best_score, took);
+  recorder->Submit(std::move(reply.record));  // last: the recorder's thread changes it
 }
 
 void ExtenderServer::Impl::HandleBind(const httplib::Request& req, httplib::Response& res) {
@@ -153,6 +166,7 @@ void ExtenderServer::Impl::HandleBind(const httplib::Request& req, httplib::Resp
     Record(Verb::kBind, RequestResult::kBadRequest, start);
     return;
   }
+  recorder->Flush();  // the pod's filter and prioritize records go into the log before the bind's
   const Status status = deps.binder.Bind(*args);
   if (metrics) metrics->Bind(status.code());
   const std::string pod = args->pod_namespace + "/" + args->pod_name;
@@ -228,10 +242,12 @@ void ExtenderServer::Impl::Routes() {
                     kJson);
   });
   server.Get("/debug/decisions", [this](const auto&, auto& res) {
+    recorder->Flush();
     res.set_content(RenderDecisions(deps.context.decisions.Recent(200)), kJson);
   });
   server.Get(R"(/debug/pods/([^/]+)/([^/]+))", [this](const auto& req, auto& res) {
     const std::string key = req.matches[1].str() + "/" + req.matches[2].str();
+    recorder->Flush();
     std::optional<service::PodHistory> history = deps.context.decisions.ForPod(key);
     if (!history) {
       res.status = 404;
@@ -255,6 +271,7 @@ void ExtenderServer::Impl::Routes() {
   });
   if (deps.metrics != nullptr) {
     server.Get("/metrics", [this](const auto&, auto& res) {
+      recorder->Flush();
       res.set_content(deps.metrics->Render(), std::string(observability::kExpositionContentType));
     });
   }

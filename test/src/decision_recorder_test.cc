@@ -1,0 +1,136 @@
+// DecisionRecorder: records committed off the request path, none lost, Flush as a barrier.
+#include "src/service/decision_recorder.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace gputopo::service {
+namespace {
+
+std::shared_ptr<CycleRecord> Record(const std::string& pod) {
+  auto record = std::make_shared<CycleRecord>();
+  record->pod_key = pod;
+  return record;
+}
+
+// Commits into a set, remembering on which thread.
+struct Committed {
+  std::mutex mutex;
+  std::multiset<std::string> pods;
+  std::vector<std::thread::id> threads;
+
+  DecisionRecorder::CommitFn Fn() {
+    return [this](std::shared_ptr<CycleRecord> record) {
+      std::lock_guard<std::mutex> lock(mutex);
+      pods.insert(record->pod_key);
+      threads.push_back(std::this_thread::get_id());
+    };
+  }
+  size_t size() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return pods.size();
+  }
+};
+
+TEST(DecisionRecorderTest, EveryRecordFromManyThreadsIsCommittedOnceByFlush) {
+  Committed committed;
+  DecisionRecorder recorder(committed.Fn(), 8);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) recorder.Submit(Record(std::to_string(t * 1000 + i)));
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  recorder.Flush();
+  ASSERT_EQ(committed.size(), 800u);
+  for (int t = 0; t < 4; ++t) {
+    for (int i = 0; i < 200; ++i) EXPECT_EQ(committed.pods.count(std::to_string(t * 1000 + i)), 1u);
+  }
+}
+
+TEST(DecisionRecorderTest, CommitsOnItsOwnThread) {
+  Committed committed;
+  DecisionRecorder recorder(committed.Fn(), 8);
+  recorder.Submit(Record("a"));
+  recorder.Flush();
+  ASSERT_EQ(committed.threads.size(), 1u);
+  EXPECT_NE(committed.threads[0], std::this_thread::get_id());
+}
+
+TEST(DecisionRecorderTest, FlushWaitsForTheCommitInProgress) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<bool> committed{false};
+  DecisionRecorder recorder(
+      [&](std::shared_ptr<CycleRecord>) {
+        released.wait();
+        committed = true;
+      },
+      8);
+  recorder.Submit(Record("slow"));
+  std::atomic<bool> flushed{false};
+  std::thread flusher([&] {
+    recorder.Flush();
+    flushed = true;
+    EXPECT_TRUE(committed.load()) << "Flush returned before the commit ended";
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(flushed.load());
+  release.set_value();
+  flusher.join();
+  EXPECT_TRUE(flushed.load());
+}
+
+TEST(DecisionRecorderTest, AFullQueueCommitsInTheCallerNothingIsDropped) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::mutex mutex;
+  std::vector<std::pair<std::string, std::thread::id>> order;
+  std::promise<void> first_started;
+  DecisionRecorder recorder(
+      [&](std::shared_ptr<CycleRecord> record) {
+        if (record->pod_key == "first") {
+          first_started.set_value();
+          released.wait();
+        }
+        std::lock_guard<std::mutex> lock(mutex);
+        order.emplace_back(record->pod_key, std::this_thread::get_id());
+      },
+      1);
+  recorder.Submit(Record("first"));  // taken by the recorder's thread, which then blocks
+  first_started.get_future().wait();
+  recorder.Submit(Record("queued"));  // fills the queue
+  recorder.Submit(Record("inline"));  // no room: committed here, now
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    ASSERT_EQ(order.size(), 1u);
+    EXPECT_EQ(order[0].first, "inline");
+    EXPECT_EQ(order[0].second, std::this_thread::get_id());
+  }
+  release.set_value();
+  recorder.Flush();
+  std::lock_guard<std::mutex> lock(mutex);
+  ASSERT_EQ(order.size(), 3u);
+  EXPECT_EQ(order[1].first, "first");
+  EXPECT_EQ(order[2].first, "queued");
+}
+
+TEST(DecisionRecorderTest, DestructionCommitsWhatIsPending) {
+  Committed committed;
+  {
+    DecisionRecorder recorder(committed.Fn(), 1000);
+    for (int i = 0; i < 300; ++i) recorder.Submit(Record(std::to_string(i)));
+  }
+  EXPECT_EQ(committed.size(), 300u);
+}
+
+}  // namespace
+}  // namespace gputopo::service
