@@ -164,6 +164,52 @@ void BM_PrioritizeWarmEvicted(benchmark::State& state) {
   });
 }
 
+// Looking up every requested name in the snapshot's name index (5000 names, shuffled), with
+// CPU caches evicted before each request.
+void BM_FindNodeNames(benchmark::State& state) {
+  Fixture& f = FixtureFor(static_cast<int>(state.range(0)));
+  extender::ExtenderRequestParser parser(256u << 20);
+  auto args = parser.ParseArgs(f.body_names);
+  auto snapshot = f.app->state().Snapshot();
+  std::vector<size_t> positions;
+  for (auto _ : state) {
+    state.PauseTiming();
+    EvictCaches();
+    state.ResumeTiming();
+    snapshot->FindIndices((*args)->node_names, positions);
+    benchmark::DoNotOptimize(positions.data());
+  }
+}
+
+// Writing the replies alone, from one warm cycle's outcomes (the reply is most of the bytes).
+void BM_WriteFilterResult(benchmark::State& state) {
+  Fixture& f = FixtureFor(static_cast<int>(state.range(0)));
+  extender::ExtenderRequestParser parser(256u << 20);
+  auto args = parser.ParseArgs(f.body_names);
+  auto reply = f.app->extender_service().Filter(**args);
+  size_t bytes = 0;
+  for (auto _ : state) {
+    std::string out = extender::WriteFilterResult(**args, reply.outcomes);
+    bytes += out.size();
+    benchmark::DoNotOptimize(out);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(bytes));
+}
+
+void BM_WritePriorityList(benchmark::State& state) {
+  Fixture& f = FixtureFor(static_cast<int>(state.range(0)));
+  extender::ExtenderRequestParser parser(256u << 20);
+  auto args = parser.ParseArgs(f.body_names);
+  auto reply = f.app->extender_service().Prioritize(**args);
+  size_t bytes = 0;
+  for (auto _ : state) {
+    std::string out = extender::WritePriorityList(reply.scores);
+    bytes += out.size();
+    benchmark::DoNotOptimize(out);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(bytes));
+}
+
 // Every iteration a pod shape the cache has not seen: every node is evaluated.
 void BM_FilterCold(benchmark::State& state) {
   Fixture& f = FixtureFor(static_cast<int>(state.range(0)));
@@ -191,6 +237,9 @@ BENCHMARK(BM_ParseFullNodes_Simdjson)->Arg(5000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FilterWarm)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FilterWarmEvicted)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PrioritizeWarmEvicted)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_FindNodeNames)->Arg(5000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_WriteFilterResult)->Arg(5000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_WritePriorityList)->Arg(5000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FilterCold)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -17,7 +17,7 @@ FlatNameIndex::FlatNameIndex(const std::vector<std::string_view>& names) {
   slots_.resize(capacity);
   mask_ = capacity - 1;
   for (size_t position = 0; position < names.size(); ++position) {
-    const uint64_t hash = std::hash<std::string_view>{}(names[position]);
+    const uint64_t hash = Hash(names[position]);
     uint64_t i = hash & mask_;
     while (slots_[i].position_plus_one != 0) i = (i + 1) & mask_;
     slots_[i] = {static_cast<uint32_t>(hash >> 32), static_cast<uint32_t>(position + 1),
@@ -37,7 +37,7 @@ void FlatNameIndex::FindAll(const std::vector<std::string_view>& names,
   for (size_t base = 0; base < names.size(); base += kBatch) {
     const size_t n = std::min(kBatch, names.size() - base);
     for (size_t j = 0; j < n; ++j) {
-      hashes[j] = std::hash<std::string_view>{}(names[base + j]);
+      hashes[j] = Hash(names[base + j]);
       __builtin_prefetch(&slots_[hashes[j] & mask_]);
     }
     for (size_t j = 0; j < n; ++j) {
