@@ -34,6 +34,22 @@ std::pair<std::string_view, std::string_view> NodeNameAndRaw(value item) {
   return {name, raw};
 }
 
+// A NodeNames element. Node names never hold escapes, so the name is read as the raw token
+// between its quotes (a view into the body, nothing copied or unescaped); only a name with a
+// backslash is unescaped. Throws simdjson_error when the element is not a string.
+std::string_view NodeNameOf(value element) {
+  std::string_view raw = element.raw_json_token();  // with any whitespace after it
+  while (!raw.empty() &&
+         (raw.back() == ' ' || raw.back() == '\n' || raw.back() == '\t' || raw.back() == '\r')) {
+    raw.remove_suffix(1);
+  }
+  if (raw.size() >= 2 && raw.front() == '"' && raw.back() == '"') {
+    const std::string_view inner = raw.substr(1, raw.size() - 2);
+    if (inner.find('\\') == std::string_view::npos) return inner;
+  }
+  return element.get_string();
+}
+
 }  // namespace
 
 struct ExtenderRequestParser::Impl {
@@ -91,7 +107,7 @@ Result<const ExtenderArgs*> ExtenderRequestParser::ParseArgs(std::string_view bo
       } else if (KeyEquals(key, "NodeNames")) {
         listed_names.clear();  // a repeated key: the last one wins, as in Go
         if (v.type() == json_type::null) continue;
-        for (auto name : v.get_array()) listed_names.push_back(name.get_string());
+        for (auto element : v.get_array()) listed_names.push_back(NodeNameOf(element.value()));
         have_names = true;
       }
     }

@@ -169,10 +169,29 @@ TEST(ExtenderRequestParserTest, UnknownKeysAreIgnored) {
 
 TEST(ExtenderRequestParserTest, EscapedNodeNamesAreUnescaped) {
   ExtenderRequestParser parser(kMaxBytes);
-  Result<const ExtenderArgs*> got =
-      parser.ParseArgs(R"({"Pod":)" + kPod + R"(,"NodeNames":["n\u002d1","a\"b"]})");
+  Result<const ExtenderArgs*> got = parser.ParseArgs(
+      R"({"Pod":)" + kPod + R"(,"NodeNames":["n\u002d1","a\"b","plain","c\\",""]})");
   ASSERT_TRUE(got.ok()) << got.status().ToString();
-  EXPECT_THAT(Strings((*got)->node_names), ElementsAre("n-1", "a\"b"));
+  EXPECT_THAT(Strings((*got)->node_names), ElementsAre("n-1", "a\"b", "plain", "c\\", ""));
+}
+
+// Names are read from their raw tokens: whitespace between elements is not part of a name.
+TEST(ExtenderRequestParserTest, WhitespaceAroundNodeNamesIsNotPartOfThem) {
+  ExtenderRequestParser parser(kMaxBytes);
+  Result<const ExtenderArgs*> got = parser.ParseArgs(R"({"Pod":)" + kPod + "," +
+                                                     "\"NodeNames\": [ \"a\" ,\n\t\"b\"\r\n, "
+                                                     "\" c \"  ]}");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_THAT(Strings((*got)->node_names), ElementsAre("a", "b", " c "));
+}
+
+TEST(ExtenderRequestParserTest, ANodeNameThatIsNotAStringIsAnError) {
+  for (const std::string names : {R"([1])", R"(["a",null])", R"(["a",{}])", R"([true])"}) {
+    ExtenderRequestParser parser(kMaxBytes);
+    Result<const ExtenderArgs*> got =
+        parser.ParseArgs(R"({"Pod":)" + kPod + R"(,"NodeNames":)" + names + "}");
+    EXPECT_FALSE(got.ok()) << names;
+  }
 }
 
 struct BadBodyCase {
