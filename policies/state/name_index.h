@@ -1,9 +1,11 @@
 // FlatNameIndex: node name -> position in a snapshot's node list, for the request path.
 //
 // kube-scheduler sends up to every node name in every request, so this lookup runs thousands of
-// times per request: an open-addressing table of (hash tag, position) pairs in one contiguous
-// array, two slots per node, and the names themselves in one contiguous arena, so that a lookup
-// touches two small arrays and never a NodeState.
+// times per request, and on a server the table is rarely still in the CPU caches: each read
+// is a trip to memory. So a lookup reads one cache line: an open-addressing table of 64-byte
+// slots (at most 61% full) holding the hash tag, the position and the name itself when it has
+// up to kInlineName bytes (cloud providers' node names do); longer names are compared in an
+// arena. It never touches a NodeState.
 //
 // Thread safety: immutable after construction.
 #ifndef GPUTOPO_POLICIES_STATE_NAME_INDEX_H_
@@ -21,6 +23,8 @@ namespace gputopo::policies {
 class FlatNameIndex {
  public:
   static constexpr size_t kNotFound = static_cast<size_t>(-1);
+  // Names up to this many bytes are kept in the table's slots; longer ones in an arena.
+  static constexpr size_t kInlineName = 52;
 
   // names[i] is the name at position i; names must be distinct.
   explicit FlatNameIndex(const std::vector<std::string_view>& names);
@@ -38,19 +42,27 @@ class FlatNameIndex {
   size_t size() const { return offsets_.empty() ? 0 : offsets_.size() - 1; }
 
  private:
-  struct Slot {
+  // One cache line.
+  struct alignas(64) Slot {
     uint32_t tag = 0;
     uint32_t position_plus_one = 0;  // 0: empty
-    // The name's place in arena_, copied from offsets_ so that a lookup needs no third read.
-    uint32_t offset = 0;
     uint32_t length = 0;
+    // The name when length <= kInlineName; else its offset in arena_ (first 4 bytes).
+    char name[kInlineName] = {};
   };
+  static_assert(sizeof(Slot) == 64);
+  std::string_view NameIn(const Slot& slot) const {
+    if (slot.length <= kInlineName) return std::string_view(slot.name, slot.length);
+    uint32_t offset;
+    std::memcpy(&offset, slot.name, sizeof(offset));
+    return std::string_view(arena_.data() + offset, slot.length);
+  }
   size_t FindHashed(std::string_view name, uint64_t hash) const {
     const auto tag = static_cast<uint32_t>(hash >> 32);
     for (uint64_t i = hash & mask_;; i = (i + 1) & mask_) {
       const Slot& slot = slots_[i];
       if (slot.position_plus_one == 0) return kNotFound;
-      if (slot.tag == tag && std::string_view(arena_.data() + slot.offset, slot.length) == name) {
+      if (slot.tag == tag && slot.length == name.size() && NameIn(slot) == name) {
         return slot.position_plus_one - 1;
       }
     }

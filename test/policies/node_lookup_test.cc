@@ -64,6 +64,25 @@ TEST(FlatNameIndexTest, FindsEveryNameAndNothingElseOneByOneAndInBulk) {
   EXPECT_EQ(positions[2], FlatNameIndex::kNotFound);
   EXPECT_EQ(positions[5], FlatNameIndex::kNotFound);
 
+  // Names too long to keep in a slot are compared in the arena; each length around the limit.
+  std::vector<std::string> long_names;
+  for (size_t length = FlatNameIndex::kInlineName - 2; length <= FlatNameIndex::kInlineName + 70;
+       ++length) {
+    long_names.push_back(std::string(length, 'n') + "-" + std::to_string(length));
+    long_names.push_back("x" + long_names.back());
+  }
+  const std::vector<std::string_view> long_views(long_names.begin(), long_names.end());
+  const FlatNameIndex long_index(long_views);
+  for (size_t i = 0; i < long_names.size(); ++i) {
+    ASSERT_EQ(long_index.Find(long_names[i]), i) << long_names[i].size();
+    ASSERT_EQ(long_index.NameAt(i), long_names[i]);
+    std::string other = long_names[i];
+    other.back() = '#';  // same length, differs in the last byte
+    ASSERT_EQ(long_index.Find(other), FlatNameIndex::kNotFound) << other.size();
+  }
+  long_index.FindAll(long_views, positions);
+  for (size_t i = 0; i < long_names.size(); ++i) EXPECT_EQ(positions[i], i);
+
   const FlatNameIndex empty({});
   empty.FindAll(asked_views, positions);
   for (size_t p : positions) EXPECT_EQ(p, FlatNameIndex::kNotFound);
