@@ -326,6 +326,12 @@ std::vector<ComponentResult> ExplainPlacement(const PodRequirements& pod, const 
   return out;
 }
 
+PodEvaluator::PodEvaluator(const PodRequirements& pod, std::shared_ptr<const Preset> preset,
+                           EvaluationCache* cache)
+    : PodEvaluator(pod, *preset, cache) {
+  shared_preset_ = std::move(preset);
+}
+
 PodEvaluator::PodEvaluator(const PodRequirements& pod, const Preset& preset, EvaluationCache* cache)
     : pod_(pod),
       preset_(preset),
@@ -352,6 +358,7 @@ uint32_t PodEvaluator::Evaluate(const NodeState& node) {
 std::shared_ptr<const NodeEvaluation> PodEvaluator::EvaluateShared(const NodeState& node,
                                                                    GpuMask group) {
   if (!node.has_topology()) {  // the error text differs per node: not memoised
+    ++evaluated_;
     return std::make_shared<const NodeEvaluation>(EvaluateNode(pod_, node, preset_, 0));
   }
   if (cache_ != nullptr) {
@@ -368,10 +375,31 @@ std::shared_ptr<const NodeEvaluation> PodEvaluator::EvaluateShared(const NodeSta
   if (!inserted) {
     ++memo_hits_;
   } else {
+    ++evaluated_;
     it->second = std::make_shared<const NodeEvaluation>(EvaluateNode(pod_, node, preset_, group));
   }
   if (cache_ != nullptr) cache_->Insert(node, group, shape_id_, it->second);
   return it->second;
+}
+
+size_t PodEvaluator::RefreshTable(ShapeTable& table, const ClusterSnapshot& snapshot,
+                                  const std::vector<size_t>* positions) {
+  std::lock_guard<std::mutex> lock(table.mutex);
+  table.Attach(snapshot.name_index());
+  size_t evaluated = 0;
+  auto refresh = [&](size_t position) {
+    const uint64_t version = snapshot.summary(position).version;
+    if (table.Find(position, version) != nullptr) return;
+    table.Store(position, version, EvaluateShared(*snapshot.nodes()[position], 0));
+    ++evaluated;
+  };
+  if (positions != nullptr) {
+    for (size_t position : *positions) refresh(position);
+  } else {
+    for (size_t position = 0; position < snapshot.nodes().size(); ++position) refresh(position);
+  }
+  table.Pin();  // compacts what the replaced slots no longer need
+  return evaluated;
 }
 
 CycleEvaluations PodEvaluator::EvaluateAt(const ClusterSnapshot& snapshot,
@@ -394,7 +422,7 @@ CycleEvaluations PodEvaluator::EvaluateAt(const ClusterSnapshot& snapshot,
     out.owners.push_back(std::move(own));
     return out;
   }
-  const std::shared_ptr<ShapeTable> table = cache_->Table(shape_id_);
+  const std::shared_ptr<ShapeTable> table = cache_->Table(shape_id_, pod_, shared_preset_);
   std::lock_guard<std::mutex> lock(table->mutex);
   table->Attach(snapshot.name_index());
   const bool spread = pod_.spread != SpreadMode::kNone;

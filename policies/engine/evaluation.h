@@ -84,6 +84,7 @@ std::vector<ComponentResult> ExplainPlacement(const PodRequirements& pod, const 
                                               const Preset& preset, GpuMask gpus);
 
 class EvaluationCache;
+class ShapeTable;
 
 // Evaluates one pod against the nodes of one cycle. Reuses, in order: the cross-cycle cache
 // (same node version, when one is given), then answers for nodes of this cycle whose signature
@@ -93,6 +94,10 @@ class PodEvaluator {
  public:
   // All must outlive the evaluator; `cache` may be null.
   PodEvaluator(const PodRequirements& pod, const Preset& preset, EvaluationCache* cache = nullptr);
+  // The same, and the cache's table for the pod's shape keeps `preset` (and the pod's
+  // requirements) so that it can be refreshed in the background (RefreshTable).
+  PodEvaluator(const PodRequirements& pod, std::shared_ptr<const Preset> preset,
+               EvaluationCache* cache);
 
   // Index of the node's evaluation; see evaluation().
   uint32_t Evaluate(const NodeState& node);
@@ -104,10 +109,19 @@ class PodEvaluator {
   // array reads. Does not add to evaluations().
   CycleEvaluations EvaluateAt(const ClusterSnapshot& snapshot,
                               const std::vector<size_t>& positions);
+  // Brings `table`, the cache's table for this pod's shape (EvaluationCache::RefreshableShapes),
+  // up to date with `snapshot`: every node whose state changed since its slot was computed is
+  // evaluated (with no GPU of the group, as the table keeps them), so that the next cycle of
+  // the shape only reads. With `positions`, only those are looked at (the nodes known to have
+  // changed since the table was last brought up to date). Returns how many were evaluated.
+  size_t RefreshTable(ShapeTable& table, const ClusterSnapshot& snapshot,
+                      const std::vector<size_t>* positions = nullptr);
   uint64_t table_hits() const { return table_hits_; }
   size_t evaluation_count() const { return evaluations_.size(); }
   uint64_t memo_hits() const { return memo_hits_; }
   uint64_t cache_hits() const { return cache_hits_; }
+  // Nodes this evaluator evaluated, rather than found evaluated (in a cache or its own memo).
+  uint64_t evaluated() const { return evaluated_; }
 
  private:
   uint32_t Add(std::shared_ptr<const NodeEvaluation> evaluation);
@@ -117,6 +131,7 @@ class PodEvaluator {
   std::shared_ptr<const NodeEvaluation> EvaluateShared(const NodeState& node, GpuMask group);
 
   const PodRequirements& pod_;
+  std::shared_ptr<const Preset> shared_preset_;  // may be null
   const Preset& preset_;
   EvaluationCache* cache_;
   uint64_t shape_id_ = 0;
@@ -128,6 +143,7 @@ class PodEvaluator {
   uint64_t memo_hits_ = 0;
   uint64_t cache_hits_ = 0;
   uint64_t table_hits_ = 0;
+  uint64_t evaluated_ = 0;
 };
 
 }  // namespace gputopo::policies

@@ -29,44 +29,80 @@ std::shared_ptr<const NodeEvaluation> EvaluationCache::Find(const NodeState& nod
   return value;
 }
 
-std::shared_ptr<ShapeTable> EvaluationCache::Table(uint64_t shape_id) {
+std::shared_ptr<ShapeTable> EvaluationCache::Table(uint64_t shape_id, const PodRequirements& pod,
+                                                   std::shared_ptr<const Preset> preset) {
   std::lock_guard<std::mutex> lock(shapes_mutex_);
   ++uses_;
   for (TableEntry& entry : tables_) {
     if (entry.shape_id == shape_id) {
       entry.last_used = uses_;
+      if (entry.preset == nullptr && preset != nullptr) {
+        entry.pod = pod;
+        entry.preset = std::move(preset);
+      }
       return entry.table;
     }
   }
-  auto table = std::make_shared<ShapeTable>();
+  TableEntry fresh{shape_id, uses_, std::make_shared<ShapeTable>(), pod, std::move(preset)};
+  std::shared_ptr<ShapeTable> table = fresh.table;
   if (tables_.size() < kShapeTables) {
-    tables_.push_back({shape_id, uses_, table});
+    tables_.push_back(std::move(fresh));
   } else {
     auto oldest = std::min_element(
         tables_.begin(), tables_.end(),
         [](const TableEntry& a, const TableEntry& b) { return a.last_used < b.last_used; });
-    *oldest = {shape_id, uses_, table};
+    *oldest = std::move(fresh);
   }
   return table;
 }
 
-void ShapeTable::Attach(const std::shared_ptr<const FlatNameIndex>& index) {
-  if (index_ == index) return;
-  index_ = index;
-  slots_.assign(index_ == nullptr ? 0 : index_->size(), Slot{});
-  owned_ = std::make_shared<Owned>();
-  owned_at_.clear();
+std::shared_ptr<ShapeTable> EvaluationCache::FindTable(uint64_t shape_id) const {
+  std::lock_guard<std::mutex> lock(shapes_mutex_);
+  for (const TableEntry& entry : tables_) {
+    if (entry.shape_id == shape_id) return entry.table;
+  }
+  return nullptr;
 }
 
-const EvaluationRef& ShapeTable::Store(size_t position, uint64_t version,
-                                       std::shared_ptr<const NodeEvaluation> evaluation) {
+std::vector<EvaluationCache::TableShape> EvaluationCache::RefreshableShapes() const {
+  std::lock_guard<std::mutex> lock(shapes_mutex_);
+  std::vector<TableShape> out;
+  for (const TableEntry& entry : tables_) {
+    if (entry.preset != nullptr && uses_ - entry.last_used < kRecentUses) {
+      out.push_back({entry.table, entry.pod, entry.preset});
+    }
+  }
+  return out;
+}
+
+void ShapeTable::Attach(const std::shared_ptr<const FlatNameIndex>& index) {
+  if (index_ == index) return;
+  // Nodes came or went: carry each remaining node's slot to its new position. A slot stays
+  // valid exactly as long as its node keeps the NodeState version it was computed on.
+  std::vector<Slot> slots(index == nullptr ? 0 : index->size());
+  if (index_ != nullptr && index != nullptr) {
+    for (size_t old = 0; old < slots_.size(); ++old) {
+      if (slots_[old].ref.evaluation == nullptr) continue;
+      const size_t position = index->Find(index_->NameAt(old));
+      if (position != FlatNameIndex::kNotFound) slots[position] = slots_[old];
+    }
+  }
+  index_ = index;
+  slots_ = std::move(slots);
+}
+
+EvaluationRef ShapeTable::Store(size_t position, uint64_t version,
+                                std::shared_ptr<const NodeEvaluation> evaluation) {
+  const EvaluationRef ref = EvaluationRef::To(*evaluation);
   Slot& slot = slots_[position];
-  slot.version = version;
-  slot.ref = EvaluationRef::To(*evaluation);
+  if (slot.version <= version) {  // a cycle on an older snapshot never undoes a newer answer
+    slot.version = version;
+    slot.ref = ref;
+  }
   if (owned_at_.try_emplace(evaluation.get(), owned_->size()).second) {
     owned_->push_back(std::move(evaluation));
   }
-  return slot.ref;
+  return ref;
 }
 
 std::shared_ptr<const void> ShapeTable::Pin() {

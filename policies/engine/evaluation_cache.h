@@ -40,7 +40,8 @@ class ShapeTable {
  public:
   std::mutex mutex;
 
-  // Makes the table describe positions of `index`, forgetting everything when it is another.
+  // Makes the table describe positions of `index`. When it is another index (nodes came or
+  // went), each node's slot moves to the node's new position.
   void Attach(const std::shared_ptr<const FlatNameIndex>& index);
   // The evaluation at `position` if it was made on NodeState `version`; null otherwise.
   const EvaluationRef* Find(size_t position, uint64_t version) const {
@@ -48,9 +49,11 @@ class ShapeTable {
     return slot.version == version && slot.ref.evaluation != nullptr ? &slot.ref : nullptr;
   }
   void Prefetch(size_t position) const { __builtin_prefetch(&slots_[position]); }
-  // Keeps `evaluation` as the answer at `position` for NodeState `version`.
-  const EvaluationRef& Store(size_t position, uint64_t version,
-                             std::shared_ptr<const NodeEvaluation> evaluation);
+  // Keeps `evaluation` as the answer at `position` for NodeState `version`, unless the slot
+  // holds a newer version's (versions grow as nodes change: a cycle on an older snapshot, racing
+  // a refresh, must not put older answers back). Returns the reference to `evaluation`.
+  EvaluationRef Store(size_t position, uint64_t version,
+                      std::shared_ptr<const NodeEvaluation> evaluation);
   // Keeps alive every evaluation Find and Store have answered since the last call to Pin()
   // (and possibly more). Call after a cycle's last Store.
   std::shared_ptr<const void> Pin();
@@ -88,19 +91,38 @@ class EvaluationCache {
               std::shared_ptr<const NodeEvaluation> evaluation);
 
   // The table of `shape_id`, made (and the least recently used one dropped) when it has none.
+  // `pod` and `preset` are what its evaluations are made with (the pod's group aside); with a
+  // preset, the table can be refreshed without a pod asking (RefreshableShapes).
   static constexpr size_t kShapeTables = 8;
-  std::shared_ptr<ShapeTable> Table(uint64_t shape_id);
+  std::shared_ptr<ShapeTable> Table(uint64_t shape_id, const PodRequirements& pod,
+                                    std::shared_ptr<const Preset> preset);
+  // The table of `shape_id` if there is one; does not count as a use.
+  std::shared_ptr<ShapeTable> FindTable(uint64_t shape_id) const;
+
+  // What each table that can be refreshed, and was used in the last kRecentUses table
+  // lookups, is evaluated with: a PodEvaluator made from one (with this cache) brings its table
+  // up to date with PodEvaluator::RefreshTable. Tables of shapes no pod has asked about lately
+  // are left to the next cycle that needs them.
+  static constexpr uint64_t kRecentUses = 32;
+  struct TableShape {
+    std::shared_ptr<ShapeTable> table;
+    PodRequirements pod;
+    std::shared_ptr<const Preset> preset;
+  };
+  std::vector<TableShape> RefreshableShapes() const;
 
   uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
   uint64_t misses() const { return misses_.load(std::memory_order_relaxed); }
 
  private:
-  std::mutex shapes_mutex_;
+  mutable std::mutex shapes_mutex_;
   std::unordered_map<std::string, uint64_t> shapes_;  // GUARDED_BY(shapes_mutex_)
   struct TableEntry {
     uint64_t shape_id = 0;
     uint64_t last_used = 0;
     std::shared_ptr<ShapeTable> table;
+    PodRequirements pod;
+    std::shared_ptr<const Preset> preset;  // null: the table is not refreshed
   };
   std::vector<TableEntry> tables_;  // GUARDED_BY(shapes_mutex_), at most kShapeTables
   uint64_t uses_ = 0;               // GUARDED_BY(shapes_mutex_)

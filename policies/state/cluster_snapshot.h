@@ -26,7 +26,7 @@ using NodeIndex = std::unordered_map<std::string, size_t, StringHash, std::equal
 
 // What the request path reads about the node at one position without dereferencing it.
 struct NodeSummary {
-  uint64_t version = 0;  // NodeState::version(); unique across all NodeStates
+  uint64_t version = 0;  // NodeState::version(); unique across all NodeStates, increasing
   GroupFilter groups;    // NodeState::group_filter()
 };
 

@@ -22,7 +22,8 @@ std::vector<std::string> SplitAssignedGpus(std::string_view value) {
   return out;
 }
 
-ClusterState::ClusterState(const topology::TopologyResolver& resolver) : resolver_(resolver) {
+ClusterState::ClusterState(const topology::TopologyResolver& resolver, PublishListener on_publish)
+    : resolver_(resolver), on_publish_(std::move(on_publish)) {
   std::lock_guard<std::mutex> lock(mutex_);
   SetIndexLocked(std::make_shared<const NodeIndex>());
   PublishLocked();
@@ -245,6 +246,7 @@ void ClusterState::SetIndexLocked(std::shared_ptr<const NodeIndex> index) {
 void ClusterState::PublishLocked() {
   auto snapshot =
       std::make_shared<const ClusterSnapshot>(++generation_, node_states_, summaries_, flat_index_);
+  if (on_publish_) on_publish_(snapshot);
   std::lock_guard<std::mutex> lock(snapshot_mutex_);
   snapshot_ = std::move(snapshot);
 }

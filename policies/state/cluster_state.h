@@ -18,6 +18,7 @@
 #define GPUTOPO_POLICIES_STATE_CLUSTER_STATE_H_
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -54,8 +55,13 @@ struct ClusterCounts {
 
 class ClusterState {
  public:
+  // Told of every snapshot as it is published, while the state's writer lock is held: it must
+  // be quick and must not call back into the state.
+  using PublishListener = std::function<void(const std::shared_ptr<const ClusterSnapshot>&)>;
+
   // `resolver` must outlive the state.
-  explicit ClusterState(const topology::TopologyResolver& resolver);
+  explicit ClusterState(const topology::TopologyResolver& resolver,
+                        PublishListener on_publish = nullptr);
   ClusterState(const ClusterState&) = delete;
   ClusterState& operator=(const ClusterState&) = delete;
 
@@ -115,6 +121,7 @@ class ClusterState {
   void SetIndexLocked(std::shared_ptr<const NodeIndex> index);
 
   const topology::TopologyResolver& resolver_;
+  const PublishListener on_publish_;
 
   mutable std::mutex mutex_;
   std::map<std::string, NodeEntry, std::less<>> nodes_;                     // GUARDED_BY(mutex_)

@@ -118,6 +118,12 @@ void App::RegisterCollectors() {
                    "Binds in flight: GPUs held for a pod not yet seen bound.", {},
                    static_cast<double>(counts.reservations));
   });
+  metrics_.AddCollector([refresher = table_refresher_.get()](observability::MetricsWriter& out) {
+    out.WriteCounter("gputopo_background_evaluations_total",
+                     "Node evaluations made off the request path, for recent pod shapes, after "
+                     "the cluster changed.",
+                     {}, static_cast<double>(refresher->nodes_evaluated()));
+  });
   if (!watcher_) return;
   metrics_.AddCollector([watcher = watcher_.get()](observability::MetricsWriter& out) {
     const kube::WatcherStats stats = watcher->Stats();
@@ -149,7 +155,11 @@ Result<std::unique_ptr<App>> App::Create(const AppOptions& options, const Clock&
   if (app->presets_.Find(options.default_preset) == nullptr) {
     return NotFound("default preset '" + options.default_preset + "' is not defined");
   }
-  app->state_ = std::make_unique<policies::ClusterState>(app->resolver_);
+  app->table_refresher_ = std::make_unique<service::TableRefresher>(app->evaluation_cache_);
+  app->state_ = std::make_unique<policies::ClusterState>(
+      app->resolver_, [refresher = app->table_refresher_.get()](const auto& snapshot) {
+        refresher->Notify(snapshot);
+      });
   KubeApi* kube = nullptr;
   std::function<std::string()> list_snapshot;
   if (options.kube) {

@@ -23,6 +23,7 @@
 #include "src/service/decision_log.h"
 #include "src/service/extender_service.h"
 #include "src/service/recent_pods.h"
+#include "src/service/table_refresher.h"
 #include "src/snapshot/in_memory_cluster.h"
 #include "topology/profile_catalog.h"
 #include "topology/shape_interner.h"
@@ -72,6 +73,7 @@ class App {
   // What GET /metrics renders.
   observability::MetricsRegistry& metrics() { return metrics_; }
   policies::ClusterState& state() { return *state_; }
+  service::TableRefresher& table_refresher() { return *table_refresher_; }
   const policies::PresetCatalog& presets() const { return presets_; }
 
  private:
@@ -86,13 +88,15 @@ class App {
   topology::ProfileCatalog profiles_{interner_};
   topology::TopologyResolver resolver_{profiles_, interner_};
   policies::PresetCatalog presets_;
+  // Before state_: the state tells the refresher of every snapshot, so both outlive it.
+  policies::EvaluationCache evaluation_cache_;
+  std::unique_ptr<service::TableRefresher> table_refresher_;
   std::unique_ptr<policies::ClusterState> state_;
   std::unique_ptr<snapshot::InMemoryCluster> cluster_;  // snapshot mode
   std::unique_ptr<kube::KubeClient> client_;            // live mode
   std::unique_ptr<kube::ClusterWatcher> watcher_;       // live mode
   service::RecentPods recent_pods_{4096};
   service::DecisionLog decisions_{256, 256};
-  policies::EvaluationCache evaluation_cache_;
   std::unique_ptr<service::SchedulingContext> context_;
   std::unique_ptr<service::ExtenderService> service_;
   std::unique_ptr<service::Binder> binder_;

@@ -114,10 +114,11 @@ ordered_json CycleJson(const service::CycleRecord& record, size_t max_nodes) {
   }
   j["preset"] = record.preset;
   if (!record.priorities.empty()) j["normalization"] = record.normalization;
-  j["candidates"] = record.nodes.size();
+  j["candidates"] = record.passed + record.failed + record.unresolvable;
   j["passed"] = record.passed;
   j["failed"] = record.failed;
   j["unresolvable"] = record.unresolvable;
+  j["evaluated"] = record.evaluated;
   std::vector<const service::CycleRecord::NodeRef*> failed;
   std::vector<const service::CycleRecord::NodeRef*> passed;
   for (const auto& ref : record.nodes) {
@@ -244,7 +245,7 @@ std::string RenderDecisions(const std::vector<service::DecisionRecord>& records)
       if (!c.error.empty()) {
         j["error"] = c.error;
       } else {
-        j["candidates"] = c.nodes.size();
+        j["candidates"] = c.passed + c.failed + c.unresolvable;
         j["passed"] = c.passed;
         j["failed"] = c.failed + c.unresolvable;
       }

@@ -69,6 +69,8 @@ struct CycleRecord {
   size_t passed = 0;
   size_t failed = 0;
   size_t unresolvable = 0;
+  // Candidates evaluated during the cycle; the others were read from the evaluation cache.
+  size_t evaluated = 0;
   // Failures by reason over all candidates (nodes may list only some of them).
   std::map<std::string, size_t> failure_reasons;
 

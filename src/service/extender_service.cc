@@ -40,10 +40,11 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(Verb verb,
       record->normalization = std::string(policies::ScoreNormalizationName(normalization));
       record->snapshot = context_.state.Snapshot();
       const policies::ClusterSnapshot& snapshot = *record->snapshot;
-      policies::PodEvaluator evaluator(*requirements, **preset, context_.evaluation_cache);
+      policies::PodEvaluator evaluator(*requirements, *preset, context_.evaluation_cache);
       std::vector<size_t> positions;
       snapshot.FindIndices(args.node_names, positions);
       policies::CycleEvaluations evaluations = evaluator.EvaluateAt(snapshot, positions);
+      record->evaluated = evaluator.evaluated();
       record->owners = std::move(evaluations.owners);
       record->nodes.resize(positions.size());
       std::shared_ptr<const policies::NodeEvaluation> unknown;

@@ -549,7 +549,8 @@ TEST(ShapeTableTest, AnswersLikeEvaluatingEachNodeAndOnlyReevaluatesChangedNodes
   ExpectSameAsEvaluateNode(d, *snapshot, positions, req, cluster.preset());
   EXPECT_FALSE(topology::Has(d.per_node[12].evaluation->gpus, 5));
 
-  // A new node changes every position: the table starts over and is still right.
+  // A new node makes a new name index: the other nodes keep their slots, only the new node is
+  // evaluated, and the answers are still right.
   cluster.Add(MakeNode().Name("a-new-node").Profile("dgx1").Replicas(2).Allocatable(16).Obj());
   names.push_back("a-new-node");
   snapshot = cluster.state().Snapshot();
@@ -557,7 +558,99 @@ TEST(ShapeTableTest, AnswersLikeEvaluatingEachNodeAndOnlyReevaluatesChangedNodes
   PodEvaluator fifth(req, cluster.preset(), &cache);
   const CycleEvaluations e = fifth.EvaluateAt(*snapshot, positions);
   ExpectSameAsEvaluateNode(e, *snapshot, positions, req, cluster.preset());
-  EXPECT_EQ(fifth.table_hits(), 0u);
+  EXPECT_EQ(fifth.table_hits(), 27u);  // 30 nodes less n4, n9, n12 (the group's)
+
+  // A node leaves and the nodes after it move to new positions: their slots move with them.
+  cluster.state().RemoveNode("n20");
+  snapshot = cluster.state().Snapshot();
+  const std::vector<size_t> old_positions = positions;
+  positions = PositionsOf(*snapshot, names);
+  ASSERT_NE(positions[25], old_positions[25]) << "the test needs positions to move";
+  PodEvaluator sixth(req, cluster.preset(), &cache);
+  const CycleEvaluations f = sixth.EvaluateAt(*snapshot, positions);
+  ExpectSameAsEvaluateNode(f, *snapshot, positions, req, cluster.preset());
+  EXPECT_EQ(sixth.table_hits(), 27u);  // the new node's slot is used now, n20's is gone
+}
+
+TEST(ShapeTableTest, RefreshEvaluatesChangedNodesSoTheNextCycleOnlyReads) {
+  TestCluster cluster;
+  std::vector<std::string> names;
+  for (int i = 0; i < 12; ++i) {
+    names.push_back("n" + std::to_string(i));
+    cluster.Add(
+        MakeNode().Name(names.back()).Profile("hgx-h100").Replicas(2).Allocatable(16).Obj());
+  }
+  EvaluationCache cache;
+  const PodRequirements req = *RequirementsOf(MakePod().Name("p").Gpus(4).Obj());
+  auto snapshot = cluster.state().Snapshot();
+  std::vector<size_t> positions = PositionsOf(*snapshot, names);
+  {
+    PodEvaluator first(req, cluster.shared_preset(), &cache);
+    (void)first.EvaluateAt(*snapshot, positions);
+  }
+  const std::vector<EvaluationCache::TableShape> shapes = cache.RefreshableShapes();
+  ASSERT_EQ(shapes.size(), 1u);
+  EXPECT_EQ(shapes[0].pod.gpus, 4);
+  EXPECT_EQ(shapes[0].preset, cluster.shared_preset());
+
+  // Two nodes change, then the table is refreshed: exactly those two are evaluated.
+  cluster.Add(MakePod().Name("a").Gpus(2).OnNode("n3").Assigned("0,1").Obj());
+  cluster.Add(MakePod().Name("b").Gpus(1).OnNode("n8").Assigned("5").Obj());
+  snapshot = cluster.state().Snapshot();
+  PodEvaluator refresher(shapes[0].pod, shapes[0].preset, &cache);
+  EXPECT_EQ(refresher.RefreshTable(*shapes[0].table, *snapshot), 2u);
+  EXPECT_EQ(refresher.RefreshTable(*shapes[0].table, *snapshot), 0u) << "nothing changed since";
+
+  // The next cycle of the shape reads every node from the table, and the answers are fresh.
+  PodEvaluator next(req, cluster.shared_preset(), &cache);
+  const CycleEvaluations got = next.EvaluateAt(*snapshot, positions);
+  EXPECT_EQ(next.table_hits(), 12u);
+  ExpectSameAsEvaluateNode(got, *snapshot, positions, req, cluster.preset());
+}
+
+// Node versions only grow: an answer for an older version (a cycle on an older snapshot that
+// raced a refresh) never replaces a newer one, but is still returned for that cycle to use.
+TEST(ShapeTableTest, AnOlderVersionNeverReplacesANewerAnswer) {
+  ShapeTable table;
+  const std::vector<std::string_view> names = {"a", "b"};
+  table.Attach(std::make_shared<const FlatNameIndex>(names));
+  auto evaluation = [](double score) {
+    NodeEvaluation e;
+    e.verdict = Verdict::kFits;
+    e.weighted_score = score;
+    return std::make_shared<const NodeEvaluation>(e);
+  };
+  (void)table.Store(1, 7, evaluation(7.0));
+  const EvaluationRef older = table.Store(1, 5, evaluation(5.0));
+  EXPECT_DOUBLE_EQ(older.weighted_score, 5.0);
+  ASSERT_NE(table.Find(1, 7), nullptr);
+  EXPECT_DOUBLE_EQ(table.Find(1, 7)->weighted_score, 7.0);
+  EXPECT_EQ(table.Find(1, 5), nullptr);
+  (void)table.Store(1, 9, evaluation(9.0));
+  EXPECT_DOUBLE_EQ(table.Find(1, 9)->weighted_score, 9.0);
+}
+
+TEST(ShapeTableTest, OnlyRecentTablesWithASharedPresetAreRefreshable) {
+  TestCluster cluster;
+  cluster.Add(MakeNode().Name("n0").Profile("dgx1").Replicas(2).Allocatable(16).Obj());
+  EvaluationCache cache;
+  auto snapshot = cluster.state().Snapshot();
+  const std::vector<size_t> positions = PositionsOf(*snapshot, {"n0"});
+  const PodRequirements one = *RequirementsOf(MakePod().Name("p").Gpus(1).Obj());
+  PodEvaluator plain(one, cluster.preset(), &cache);  // no shared preset: cannot be refreshed
+  (void)plain.EvaluateAt(*snapshot, positions);
+  EXPECT_TRUE(cache.RefreshableShapes().empty());
+  const PodRequirements two = *RequirementsOf(MakePod().Name("p").Gpus(2).Obj());
+  PodEvaluator shared(two, cluster.shared_preset(), &cache);
+  (void)shared.EvaluateAt(*snapshot, positions);
+  ASSERT_EQ(cache.RefreshableShapes().size(), 1u);
+  EXPECT_EQ(cache.RefreshableShapes()[0].pod.gpus, 2);
+  // Other shapes' lookups push it out of the recent ones (its table is kept).
+  for (uint64_t i = 0; i < EvaluationCache::kRecentUses; ++i) {
+    PodEvaluator again(one, cluster.preset(), &cache);
+    (void)again.EvaluateAt(*snapshot, positions);
+  }
+  EXPECT_TRUE(cache.RefreshableShapes().empty());
 }
 
 TEST(ShapeTableTest, ACycleKeepsItsEvaluationsAliveAfterTheCacheForgetsThem) {
@@ -608,11 +701,13 @@ TEST(ShapeTableTest, ACycleKeepsItsEvaluationsAliveAfterTheCacheForgetsThem) {
 TEST(ShapeTableTest, KeepsTablesForTheMostRecentlyUsedShapesOnly) {
   EvaluationCache cache;
   std::vector<std::shared_ptr<ShapeTable>> tables;
-  for (uint64_t s = 0; s < EvaluationCache::kShapeTables; ++s) tables.push_back(cache.Table(s));
-  EXPECT_EQ(cache.Table(0), tables[0]);  // shape 0 is now the most recent
-  (void)cache.Table(100);                // evicts shape 1, the least recently used
-  EXPECT_EQ(cache.Table(0), tables[0]);
-  EXPECT_NE(cache.Table(1), tables[1]);
+  for (uint64_t s = 0; s < EvaluationCache::kShapeTables; ++s)
+    tables.push_back(cache.Table(s, PodRequirements{}, nullptr));
+  EXPECT_EQ(cache.Table(0, PodRequirements{}, nullptr),
+            tables[0]);                                // shape 0 is now the most recent
+  (void)cache.Table(100, PodRequirements{}, nullptr);  // evicts shape 1, the least recently used
+  EXPECT_EQ(cache.Table(0, PodRequirements{}, nullptr), tables[0]);
+  EXPECT_NE(cache.Table(1, PodRequirements{}, nullptr), tables[1]);
 }
 
 }  // namespace

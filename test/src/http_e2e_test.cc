@@ -102,7 +102,8 @@ TEST_F(ServerTest, RecordedDecisionsDoNotPinTheSnapshotsTheyWereMadeOn) {
           {{"PodName", "train"}, {"PodNamespace", "ml"}, {"PodUID", "uid-train"}, {"Node", "h100"}})
           .dump());
   ASSERT_EQ(bound["Error"], "");
-  EXPECT_TRUE(before.expired());  // the bind published a new one; nothing holds the old
+  app_->table_refresher().WaitIdle();  // it may still be refreshing against the old one
+  EXPECT_TRUE(before.expired());       // the bind published a new one; nothing holds the old
   // The recorded cycles still name and explain their nodes, as they were then.
   const json why = Get("/debug/pods/ml/train");
   std::set<std::string> named;
@@ -110,6 +111,46 @@ TEST_F(ServerTest, RecordedDecisionsDoNotPinTheSnapshotsTheyWereMadeOn) {
   EXPECT_EQ(named, (std::set<std::string>{"plain", "h100", "nowhere"}));
   EXPECT_EQ(why["prioritize"]["nodes"][0]["node"], "h100");
   EXPECT_EQ(why["prioritize"]["nodes"][0]["gpus"].size(), 4u);
+}
+
+// A bind changes a node; the pod shapes asked about recently are evaluated on it in the
+// background (TableRefresher), so the next pod of a shape evaluates nothing on the request path.
+TEST_F(ServerTest, AfterABindTheNextPodOfAShapeIsEvaluatedFromTheCacheAlone) {
+  json cluster = BaseCluster();
+  for (int i = 0; i < 2; ++i) {
+    cluster["items"].push_back(Pod("batch", "job-" + std::to_string(i), 2));
+  }
+  StartWith(cluster);
+  const std::vector<std::string> nodes = {"h100", "plain"};
+  const json first = PostJson("/filter", Args(PodObject(cluster, "job-0"), nodes).dump());
+  ASSERT_EQ(first["NodeNames"], json({"h100", "plain"}));
+  EXPECT_EQ(Get("/debug/pods/batch/job-0")["filter"]["evaluated"], 2);  // a new shape
+  const json bound = PostJson("/bind", json({{"PodName", "job-0"},
+                                             {"PodNamespace", "batch"},
+                                             {"PodUID", "uid-job-0"},
+                                             {"Node", "h100"}})
+                                           .dump());
+  ASSERT_EQ(bound["Error"], "");
+  app_->table_refresher().WaitIdle();
+  EXPECT_GE(app_->table_refresher().nodes_evaluated(), 1u);  // h100 changed
+  ASSERT_TRUE(PostJson("/filter", Args(PodObject(cluster, "job-1"), nodes).dump()).is_object());
+  const json second = Get("/debug/pods/batch/job-1")["filter"];
+  EXPECT_EQ(second["candidates"], 2);
+  EXPECT_EQ(second["evaluated"], 0);
+}
+
+// /debug keeps only some nodes of a large cycle, but counts all of them.
+TEST_F(ServerTest, DebugCountsEveryCandidateOfALargeCycle) {
+  const json cluster = BaseCluster();
+  StartWith(cluster);
+  std::vector<std::string> nodes = {"h100"};
+  for (int i = 0; i < 600; ++i) nodes.push_back("unknown-" + std::to_string(i));
+  ASSERT_TRUE(PostJson("/filter", Args(PodObject(cluster, "train"), nodes).dump()).is_object());
+  const json filter = Get("/debug/pods/ml/train")["filter"];
+  EXPECT_EQ(filter["candidates"], 601);
+  EXPECT_EQ(filter["passed"], 1);
+  EXPECT_EQ(filter["failed"], 600);
+  EXPECT_EQ(Get("/debug/decisions")["decisions"][0]["candidates"], 601);
 }
 
 TEST_F(ServerTest, ReplicasOfOneGroupGetDistinctGpus) {

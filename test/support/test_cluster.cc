@@ -19,12 +19,12 @@ std::shared_ptr<const policies::Preset> DefaultPreset() {
   return *preset;
 }
 
-TestCluster::TestCluster() {
+TestCluster::TestCluster(policies::ClusterState::PublishListener on_publish) {
   EXPECT_TRUE(profiles_.Add("dgx1", "test", Dgx1()).ok());
   EXPECT_TRUE(profiles_.Add("hgx-h100", "test", HgxH100()).ok());
   EXPECT_TRUE(profiles_.Add("pcie8", "test", PcieTwoNuma(8)).ok());
   EXPECT_TRUE(profiles_.Add("pairs", "test", NvLinkPairs()).ok());
-  state_ = std::make_unique<policies::ClusterState>(resolver_);
+  state_ = std::make_unique<policies::ClusterState>(resolver_, std::move(on_publish));
   preset_ = DefaultPreset();
 }
 

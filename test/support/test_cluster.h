@@ -19,7 +19,8 @@ class TestCluster {
  public:
   // Profiles "dgx1", "hgx-h100", "pcie8", "pairs" (see machines.h); presets as shipped in
   // policies/presets/ are not loaded here (that needs JSON): DefaultPreset() mirrors default.json.
-  TestCluster();
+  // `on_publish`: the state's publish listener (see ClusterState).
+  explicit TestCluster(policies::ClusterState::PublishListener on_publish = nullptr);
 
   policies::ClusterState& state() { return *state_; }
   void Add(const NodeInfo& node) { state_->UpsertNode(node); }
@@ -34,6 +35,7 @@ class TestCluster {
   policies::NodeEvaluation Evaluate(const PodInfo& pod, const std::string& node) const;
 
   const policies::Preset& preset() const { return *preset_; }
+  const std::shared_ptr<const policies::Preset>& shared_preset() const { return preset_; }
 
  private:
   topology::ShapeInterner interner_;

@@ -1,0 +1,118 @@
+// TableRefresher: background refreshes racing with scheduling cycles and cluster writes; every
+// answer stays exactly what evaluating the node afresh gives.
+#include "src/service/table_refresher.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "policies/engine/evaluation.h"
+#include "policies/engine/evaluation_cache.h"
+#include "test/support/builders.h"
+#include "test/support/test_cluster.h"
+
+namespace gputopo::service {
+namespace {
+
+using policies::ClusterSnapshot;
+using policies::CycleEvaluations;
+using policies::EvaluationCache;
+using policies::PodEvaluator;
+using testing::MakeNode;
+using testing::MakePod;
+
+std::vector<size_t> PositionsOf(const ClusterSnapshot& snapshot,
+                                const std::vector<std::string>& names) {
+  std::vector<std::string_view> views(names.begin(), names.end());
+  std::vector<size_t> positions;
+  snapshot.FindIndices(views, positions);
+  return positions;
+}
+
+void ExpectExact(const CycleEvaluations& got, const ClusterSnapshot& snapshot,
+                 const std::vector<size_t>& positions, const policies::PodRequirements& req,
+                 const policies::Preset& preset) {
+  ASSERT_EQ(got.per_node.size(), positions.size());
+  for (size_t i = 0; i < positions.size(); ++i) {
+    const policies::NodeState& node = *snapshot.nodes()[positions[i]];
+    const policies::NodeEvaluation want = policies::EvaluateNode(req, node, preset);
+    ASSERT_NE(got.per_node[i].evaluation, nullptr);
+    EXPECT_EQ(got.per_node[i].verdict, want.verdict) << node.name();
+    EXPECT_EQ(got.per_node[i].evaluation->gpus, want.gpus) << node.name();
+    EXPECT_DOUBLE_EQ(got.per_node[i].weighted_score, want.weighted_score) << node.name();
+  }
+}
+
+TEST(TableRefresherTest, RefreshesRacingWithCyclesAndWritesKeepAnswersExact) {
+  EvaluationCache cache;
+  TableRefresher refresher(cache);  // outlives the cluster, whose state notifies it
+  testing::TestCluster cluster([&](const auto& snapshot) { refresher.Notify(snapshot); });
+  std::vector<std::string> names;
+  for (int i = 0; i < 16; ++i) {
+    names.push_back("n" + std::to_string(i));
+    cluster.Add(MakeNode()
+                    .Name(names.back())
+                    .Profile(i % 2 ? "dgx1" : "hgx-h100")
+                    .Replicas(4)
+                    .Allocatable(32)
+                    .Obj());
+  }
+  const policies::PodRequirements req =
+      *policies::RequirementsOf(MakePod().Name("p").Gpus(2).Obj());
+  auto snapshot = cluster.state().Snapshot();
+  const std::vector<size_t> positions = PositionsOf(*snapshot, names);
+  {
+    PodEvaluator first(req, cluster.shared_preset(), &cache);  // makes the shape's table
+    (void)first.EvaluateAt(*snapshot, positions);
+  }
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    for (int i = 0; i < 150; ++i) {
+      const std::string pod = "w" + std::to_string(i);
+      cluster.Add(MakePod()
+                      .Name(pod)
+                      .Gpus(1)
+                      .OnNode(names[static_cast<size_t>(i) % names.size()])
+                      .Assigned(std::to_string(i % 8))
+                      .Obj());
+      if (i % 3 == 0) cluster.Add(MakePod().Name(pod).Gpus(1).Phase(PodPhase::kSucceeded).Obj());
+    }
+    done = true;
+  });
+  int cycles = 0;
+  while (!done || cycles < 20) {
+    snapshot = cluster.state().Snapshot();
+    PodEvaluator cycle(req, cluster.shared_preset(), &cache);
+    ExpectExact(cycle.EvaluateAt(*snapshot, positions), *snapshot, positions, req,
+                cluster.preset());
+    ++cycles;
+  }
+  writer.join();
+  refresher.WaitIdle();
+  EXPECT_GT(refresher.nodes_evaluated(), 0u);
+  // Everything the writer changed has been evaluated in the background by now (and cycles on
+  // older snapshots did not put older answers back).
+  snapshot = cluster.state().Snapshot();
+  PodEvaluator last(req, cluster.shared_preset(), &cache);
+  const CycleEvaluations got = last.EvaluateAt(*snapshot, positions);
+  EXPECT_EQ(last.evaluated(), 0u);
+  EXPECT_EQ(last.table_hits(), names.size());
+  ExpectExact(got, *snapshot, positions, req, cluster.preset());
+}
+
+TEST(TableRefresherTest, WaitIdleReturnsWithNothingNotifiedAndStopsCleanly) {
+  EvaluationCache cache;
+  TableRefresher refresher(cache);
+  refresher.WaitIdle();
+  EXPECT_EQ(refresher.nodes_evaluated(), 0u);
+  testing::TestCluster cluster;
+  refresher.Notify(cluster.state().Snapshot());  // no tables yet: nothing to evaluate
+  refresher.WaitIdle();
+  EXPECT_EQ(refresher.nodes_evaluated(), 0u);
+}
+
+}  // namespace
+}  // namespace gputopo::service
