@@ -119,6 +119,7 @@ ordered_json CycleJson(const service::CycleRecord& record, size_t max_nodes) {
   j["failed"] = record.failed;
   j["unresolvable"] = record.unresolvable;
   j["evaluated"] = record.evaluated;
+  if (record.from_filter) j["evaluationsFrom"] = "filter";
   std::vector<const service::CycleRecord::NodeRef*> failed;
   std::vector<const service::CycleRecord::NodeRef*> passed;
   for (const auto& ref : record.nodes) {

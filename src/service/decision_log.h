@@ -71,6 +71,8 @@ struct CycleRecord {
   size_t unresolvable = 0;
   // Candidates evaluated during the cycle; the others were read from the evaluation cache.
   size_t evaluated = 0;
+  // Prioritize only: the evaluations are the pod's filter call's, reused (same snapshot).
+  bool from_filter = false;
   // Failures by reason over all candidates (nodes may list only some of them).
   std::map<std::string, size_t> failure_reasons;
 

@@ -40,11 +40,23 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(Verb verb,
       record->normalization = std::string(policies::ScoreNormalizationName(normalization));
       record->snapshot = context_.state.Snapshot();
       const policies::ClusterSnapshot& snapshot = *record->snapshot;
-      policies::PodEvaluator evaluator(*requirements, *preset, context_.evaluation_cache);
+      const std::string memo_key = record->pod_key + "/" + record->pod_uid;
+      std::string shape = ShapeKey(*requirements, **preset);
       std::vector<size_t> positions;
-      snapshot.FindIndices(args.node_names, positions);
-      policies::CycleEvaluations evaluations = evaluator.EvaluateAt(snapshot, positions);
-      record->evaluated = evaluator.evaluated();
+      policies::CycleEvaluations evaluations;
+      if (verb == Verb::kPrioritize) {
+        const std::shared_ptr<const FilterMemo> memo = memos_.Find(memo_key);
+        record->from_filter = memo != nullptr && memo->generation == snapshot.generation() &&
+                              memo->shape == shape &&
+                              memo->Match(args.node_names, positions, evaluations.per_node);
+        if (record->from_filter) evaluations.owners = memo->owners;
+      }
+      if (!record->from_filter) {
+        policies::PodEvaluator evaluator(*requirements, *preset, context_.evaluation_cache);
+        snapshot.FindIndices(args.node_names, positions);
+        evaluations = evaluator.EvaluateAt(snapshot, positions);
+        record->evaluated = evaluator.evaluated();
+      }
       record->owners = std::move(evaluations.owners);
       record->nodes.resize(positions.size());
       std::shared_ptr<const policies::NodeEvaluation> unknown;
@@ -74,6 +86,24 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(Verb verb,
           ++record->unresolvable;
         else
           ++record->failed;
+      }
+      if (verb == Verb::kFilter) {
+        auto memo = std::make_shared<FilterMemo>();
+        memo->pod = memo_key;
+        memo->shape = std::move(shape);
+        memo->generation = snapshot.generation();
+        size_t bytes = 0;
+        for (std::string_view name : args.node_names) bytes += name.size();
+        memo->names.reserve(bytes);
+        memo->name_ends.reserve(args.node_names.size());
+        for (std::string_view name : args.node_names) {
+          memo->names.append(name);
+          memo->name_ends.push_back(static_cast<uint32_t>(memo->names.size()));
+        }
+        memo->positions = std::move(positions);
+        memo->per_node = std::move(evaluations.per_node);
+        memo->owners = record->owners;
+        memos_.Remember(std::move(memo));
       }
     }
   }

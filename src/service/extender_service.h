@@ -1,7 +1,8 @@
 // ExtenderService: the filter and prioritize verbs, independent of HTTP.
 //
 // Both evaluate the pod on every candidate node against one cluster snapshot (no side effects
-// on the cluster), and record what they decided in the DecisionLog.
+// on the cluster), and record what they decided in the DecisionLog. Prioritize reuses the
+// evaluations of the pod's filter call when nothing changed in between (FilterMemos).
 //
 // Thread safety: thread-safe; calls run concurrently.
 #ifndef GPUTOPO_SRC_SERVICE_EXTENDER_SERVICE_H_
@@ -15,6 +16,7 @@
 
 #include "src/extender/extender_codec.h"
 #include "src/service/decision_log.h"
+#include "src/service/filter_memos.h"
 #include "src/service/scheduling_context.h"
 
 namespace gputopo::service {
@@ -51,6 +53,7 @@ class ExtenderService {
   std::shared_ptr<CycleRecord> RunCycle(Verb verb, const extender::ExtenderArgs& args) const;
 
   const SchedulingContext& context_;
+  mutable FilterMemos memos_;  // what recent filters found, for their pods' prioritize
 };
 
 }  // namespace gputopo::service

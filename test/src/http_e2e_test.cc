@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -17,6 +18,8 @@ namespace {
 
 using nlohmann::json;
 using testing::BaseCluster;
+using testing::H100Document;
+using testing::Node;
 using testing::Pod;
 using testing::ReadFile;
 using testing::ServerTest;
@@ -137,6 +140,55 @@ TEST_F(ServerTest, AfterABindTheNextPodOfAShapeIsEvaluatedFromTheCacheAlone) {
   const json second = Get("/debug/pods/batch/job-1")["filter"];
   EXPECT_EQ(second["candidates"], 2);
   EXPECT_EQ(second["evaluated"], 0);
+}
+
+// kube-scheduler's prioritize follows the pod's filter with the nodes that passed, in the order
+// the reply listed them. While the cluster is unchanged, the filter's evaluations are reused;
+// otherwise prioritize evaluates, and either way the scores are the same.
+TEST_F(ServerTest, PrioritizeReusesTheFilterEvaluationsOnlyWhileNothingChanged) {
+  json cluster = BaseCluster();
+  for (const std::string name : {"g1", "g2", "g3"}) {
+    cluster["items"].push_back(Node(name, 32, {{"nvidia.com/gpu.replicas", "4"}},
+                                    {{"gputopo.io/topology", H100Document()}}));
+  }
+  cluster["items"].push_back(Pod("ml", "busy", 3, {{"gputopo.io/assigned-gpus", "0,1,2"}}, "g2"));
+  StartWith(cluster);
+  const json train = PodObject(cluster, "train");
+  auto scores_of = [](const json& list) {
+    std::map<std::string, int> out;
+    for (const json& host : list) out[host["Host"]] = host["Score"];
+    return out;
+  };
+  auto prioritize = [&](const json& names) {
+    return scores_of(PostJson("/prioritize", Args(train, names).dump()));
+  };
+  const json passed = PostJson(
+      "/filter", Args(train, {"g1", "plain", "h100", "g2", "nowhere", "g3"}).dump())["NodeNames"];
+  ASSERT_GE(passed.size(), 3u);
+  const std::map<std::string, int> reused = prioritize(passed);
+  json why = Get("/debug/pods/ml/train")["prioritize"];
+  EXPECT_EQ(why["evaluationsFrom"], "filter");
+  EXPECT_EQ(why["evaluated"], 0);
+  // A subsequence of the filter's candidates is reused too.
+  json fewer = passed;
+  fewer.erase(fewer.begin());
+  (void)prioritize(fewer);
+  EXPECT_EQ(Get("/debug/pods/ml/train")["prioritize"]["evaluationsFrom"], "filter");
+  // Another order is not kube-scheduler's: evaluated (from the cache), with the same scores.
+  json reversed = passed;
+  std::reverse(reversed.begin(), reversed.end());
+  EXPECT_EQ(prioritize(reversed), reused);
+  EXPECT_FALSE(Get("/debug/pods/ml/train")["prioritize"].contains("evaluationsFrom"));
+  // Another pod bound in between changes the cluster: the filter's answers are not reused.
+  ASSERT_EQ(PostJson("/bind", json({{"PodName", "web-0"},
+                                    {"PodNamespace", "ml"},
+                                    {"PodUID", "uid-web-0"},
+                                    {"Node", "g1"}})
+                                  .dump())["Error"],
+            "");
+  const std::map<std::string, int> after_bind = prioritize(passed);
+  EXPECT_FALSE(Get("/debug/pods/ml/train")["prioritize"].contains("evaluationsFrom"));
+  EXPECT_EQ(after_bind, prioritize(reversed));  // what evaluating now gives
 }
 
 // /debug keeps only some nodes of a large cycle, but counts all of them.
