@@ -64,17 +64,26 @@ ExtenderRequestParser::ExtenderRequestParser(size_t max_bytes)
 ExtenderRequestParser::~ExtenderRequestParser() = default;
 
 Result<const ExtenderArgs*> ExtenderRequestParser::ParseArgs(std::string_view body) {
+  return ParseArgs(body, body.size());
+}
+
+Result<const ExtenderArgs*> ExtenderRequestParser::ParseArgs(std::string_view body,
+                                                             size_t readable) {
   ExtenderArgs& args = impl_->args;
   args = ExtenderArgs{};
-  std::string& buffer = impl_->buffer;
-  buffer.reserve(body.size() + simdjson::SIMDJSON_PADDING);
-  buffer.assign(body);  // simdjson reads up to SIMDJSON_PADDING bytes past the end
+  // simdjson reads up to SIMDJSON_PADDING bytes past the end.
+  simdjson::padded_string_view input(body.data(), body.size(), readable);
+  if (readable < body.size() + simdjson::SIMDJSON_PADDING) {
+    std::string& buffer = impl_->buffer;
+    buffer.reserve(body.size() + simdjson::SIMDJSON_PADDING);
+    buffer.assign(body);
+    input = simdjson::padded_string_view(buffer.data(), buffer.size(), buffer.capacity());
+  }
   bool have_pod = false;
   bool have_names = false;
   std::vector<std::string_view> listed_names;  // from NodeNames
   try {
-    simdjson::ondemand::document doc = impl_->parser.iterate(
-        simdjson::padded_string_view(buffer.data(), buffer.size(), buffer.capacity()));
+    simdjson::ondemand::document doc = impl_->parser.iterate(input);
     if (doc.type() != json_type::object)
       return InvalidArgument("ExtenderArgs must be a JSON object");
     for (auto field : doc.get_object()) {

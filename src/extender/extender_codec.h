@@ -51,8 +51,12 @@ class ExtenderRequestParser {
   ExtenderRequestParser& operator=(const ExtenderRequestParser&) = delete;
 
   // Error when the body is not JSON, is not an object, has no Pod, has neither Nodes nor
-  // NodeNames, or has a Pod gputopo cannot read.
+  // NodeNames, or has a Pod gputopo cannot read. The result, which may point into `body`,
+  // lives until the next ParseArgs; `body` must live as long.
   Result<const ExtenderArgs*> ParseArgs(std::string_view body);
+  // The same, where `readable` bytes from body.data() may be read (a std::string's capacity):
+  // with simdjson's padding readable past the end, the body is parsed where it is, not copied.
+  Result<const ExtenderArgs*> ParseArgs(std::string_view body, size_t readable);
 
  private:
   struct Impl;

@@ -27,10 +27,11 @@ class ParserPool {
     ~Lease() { pool_.Return(std::move(parser_), last_size_); }
     Lease(const Lease&) = delete;
     Lease& operator=(const Lease&) = delete;
-    // Parses `body`; the result lives until the lease ends.
-    Result<const extender::ExtenderArgs*> ParseArgs(std::string_view body) {
+    // Parses `body` (where it is when its capacity leaves simdjson's padding); the result
+    // lives until the lease ends, and `body` must live as long.
+    Result<const extender::ExtenderArgs*> ParseArgs(const std::string& body) {
       last_size_ = std::max(last_size_, body.size());
-      return parser_->ParseArgs(body);
+      return parser_->ParseArgs(body, body.capacity());
     }
 
    private:

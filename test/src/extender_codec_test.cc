@@ -175,6 +175,31 @@ TEST(ExtenderRequestParserTest, EscapedNodeNamesAreUnescaped) {
   EXPECT_THAT(Strings((*got)->node_names), ElementsAre("n-1", "a\"b", "plain", "c\\", ""));
 }
 
+// A body with simdjson's padding readable past its end (a std::string's spare capacity) is
+// parsed where it is; one without is copied first. Both give the same answer.
+TEST(ExtenderRequestParserTest, ParsesInPlaceOnlyWithPaddingReadable) {
+  const std::string text = R"({"Pod":)" + kPod + R"(,"NodeNames":["a","b"]})";
+  auto inside = [](std::string_view name, const std::string& body) {
+    return name.data() >= body.data() && name.data() + name.size() <= body.data() + body.size();
+  };
+  ExtenderRequestParser parser(kMaxBytes);
+  std::string roomy = text;
+  roomy.reserve(text.size() + 256);
+  Result<const ExtenderArgs*> got = parser.ParseArgs(roomy, roomy.capacity());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_THAT(Strings((*got)->node_names), ElementsAre("a", "b"));
+  EXPECT_TRUE(inside((*got)->node_names[0], roomy)) << "parsed in place";
+  const std::string tight = text;
+  got = parser.ParseArgs(tight, tight.size());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_THAT(Strings((*got)->node_names), ElementsAre("a", "b"));
+  EXPECT_FALSE(inside((*got)->node_names[0], tight)) << "copied: no padding to read";
+  // Truncated in place: still an error, never a read past what is readable.
+  std::string cut = text.substr(0, text.size() / 2);
+  cut.reserve(text.size() + 256);
+  EXPECT_FALSE(parser.ParseArgs(cut, cut.capacity()).ok());
+}
+
 // Names are read from their raw tokens: whitespace between elements is not part of a name.
 TEST(ExtenderRequestParserTest, WhitespaceAroundNodeNamesIsNotPartOfThem) {
   ExtenderRequestParser parser(kMaxBytes);
