@@ -383,15 +383,27 @@ std::shared_ptr<const NodeEvaluation> PodEvaluator::EvaluateShared(const NodeSta
 }
 
 size_t PodEvaluator::RefreshTable(ShapeTable& table, const ClusterSnapshot& snapshot,
-                                  const std::vector<size_t>* positions) {
+                                  const std::vector<size_t>* positions,
+                                  const std::vector<std::string>& groups) {
   std::lock_guard<std::mutex> lock(table.mutex);
   table.Attach(snapshot.name_index());
-  size_t evaluated = 0;
+  const uint64_t evaluated_before = evaluated_;
+  std::vector<size_t> group_hashes;
+  for (const std::string& group : groups)
+    group_hashes.push_back(std::hash<std::string_view>{}(group));
   auto refresh = [&](size_t position) {
-    const uint64_t version = snapshot.summary(position).version;
-    if (table.Find(position, version) != nullptr) return;
-    table.Store(position, version, EvaluateShared(*snapshot.nodes()[position], 0));
-    ++evaluated;
+    const NodeSummary& summary = snapshot.summary(position);
+    const NodeState& node = *snapshot.nodes()[position];
+    if (table.Find(position, summary.version) == nullptr) {
+      table.Store(position, summary.version, EvaluateShared(node, 0));
+    }
+    if (!node.has_topology()) return;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      if (!summary.groups.MayContain(group_hashes[g])) continue;
+      if (const GpuMask mask = node.GroupGpus(groups[g], group_hashes[g]); mask != 0) {
+        (void)EvaluateShared(node, mask);  // kept in the node's memo by the cache
+      }
+    }
   };
   if (positions != nullptr) {
     for (size_t position : *positions) refresh(position);
@@ -399,7 +411,7 @@ size_t PodEvaluator::RefreshTable(ShapeTable& table, const ClusterSnapshot& snap
     for (size_t position = 0; position < snapshot.nodes().size(); ++position) refresh(position);
   }
   table.Pin();  // compacts what the replaced slots no longer need
-  return evaluated;
+  return static_cast<size_t>(evaluated_ - evaluated_before);
 }
 
 CycleEvaluations PodEvaluator::EvaluateAt(const ClusterSnapshot& snapshot,

@@ -113,9 +113,12 @@ class PodEvaluator {
   // up to date with `snapshot`: every node whose state changed since its slot was computed is
   // evaluated (with no GPU of the group, as the table keeps them), so that the next cycle of
   // the shape only reads. With `positions`, only those are looked at (the nodes known to have
-  // changed since the table was last brought up to date). Returns how many were evaluated.
+  // changed since the table was last brought up to date). Nodes holding one of `groups` are
+  // also evaluated with that group's GPUs, into the node's own memo, for the next pod of the
+  // group. Returns how many evaluations were made.
   size_t RefreshTable(ShapeTable& table, const ClusterSnapshot& snapshot,
-                      const std::vector<size_t>* positions = nullptr);
+                      const std::vector<size_t>* positions = nullptr,
+                      const std::vector<std::string>& groups = {});
   uint64_t table_hits() const { return table_hits_; }
   size_t evaluation_count() const { return evaluations_.size(); }
   uint64_t memo_hits() const { return memo_hits_; }

@@ -40,10 +40,12 @@ std::shared_ptr<ShapeTable> EvaluationCache::Table(uint64_t shape_id, const PodR
         entry.pod = pod;
         entry.preset = std::move(preset);
       }
+      RememberGroup(entry, pod);
       return entry.table;
     }
   }
-  TableEntry fresh{shape_id, uses_, std::make_shared<ShapeTable>(), pod, std::move(preset)};
+  TableEntry fresh{shape_id, uses_, std::make_shared<ShapeTable>(), pod, std::move(preset), {}};
+  RememberGroup(fresh, pod);
   std::shared_ptr<ShapeTable> table = fresh.table;
   if (tables_.size() < kShapeTables) {
     tables_.push_back(std::move(fresh));
@@ -54,6 +56,17 @@ std::shared_ptr<ShapeTable> EvaluationCache::Table(uint64_t shape_id, const PodR
     *oldest = std::move(fresh);
   }
   return table;
+}
+
+void EvaluationCache::RememberGroup(TableEntry& entry, const PodRequirements& pod) {
+  if (pod.spread == SpreadMode::kNone) return;  // the group does not change the answers
+  auto it = std::find(entry.groups.begin(), entry.groups.end(), pod.group);
+  if (it != entry.groups.end()) {
+    std::rotate(it, it + 1, entry.groups.end());  // most recent last
+    return;
+  }
+  if (entry.groups.size() == kRecentGroups) entry.groups.erase(entry.groups.begin());
+  entry.groups.push_back(pod.group);
 }
 
 std::shared_ptr<ShapeTable> EvaluationCache::FindTable(uint64_t shape_id) const {
@@ -69,7 +82,7 @@ std::vector<EvaluationCache::TableShape> EvaluationCache::RefreshableShapes() co
   std::vector<TableShape> out;
   for (const TableEntry& entry : tables_) {
     if (entry.preset != nullptr && uses_ - entry.last_used < kRecentUses) {
-      out.push_back({entry.table, entry.pod, entry.preset});
+      out.push_back({entry.table, entry.pod, entry.preset, entry.groups});
     }
   }
   return out;

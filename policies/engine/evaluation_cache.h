@@ -104,10 +104,13 @@ class EvaluationCache {
   // up to date with PodEvaluator::RefreshTable. Tables of shapes no pod has asked about lately
   // are left to the next cycle that needs them.
   static constexpr uint64_t kRecentUses = 32;
+  // Groups remembered per shape: a node holding one is evaluated with the group's GPUs too.
+  static constexpr size_t kRecentGroups = 8;
   struct TableShape {
     std::shared_ptr<ShapeTable> table;
     PodRequirements pod;
     std::shared_ptr<const Preset> preset;
+    std::vector<std::string> groups;  // of the shape's latest pods (spread only), oldest first
   };
   std::vector<TableShape> RefreshableShapes() const;
 
@@ -123,7 +126,9 @@ class EvaluationCache {
     std::shared_ptr<ShapeTable> table;
     PodRequirements pod;
     std::shared_ptr<const Preset> preset;  // null: the table is not refreshed
+    std::vector<std::string> groups;       // see TableShape
   };
+  static void RememberGroup(TableEntry& entry, const PodRequirements& pod);
   std::vector<TableEntry> tables_;  // GUARDED_BY(shapes_mutex_), at most kShapeTables
   uint64_t uses_ = 0;               // GUARDED_BY(shapes_mutex_)
   std::atomic<uint64_t> hits_{0};

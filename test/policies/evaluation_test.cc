@@ -630,6 +630,47 @@ TEST(ShapeTableTest, AnOlderVersionNeverReplacesANewerAnswer) {
   EXPECT_DOUBLE_EQ(table.Find(1, 9)->weighted_score, 9.0);
 }
 
+// Nodes holding a group the shape's pods belong to are answered with the group's GPUs, from
+// the node's memo: a refresh evaluates the changed ones for the shape's recent groups too.
+TEST(ShapeTableTest, RefreshEvaluatesChangedNodesOfRecentGroupsWithTheirGpus) {
+  TestCluster cluster;
+  std::vector<std::string> names;
+  for (int i = 0; i < 6; ++i) {
+    names.push_back("n" + std::to_string(i));
+    cluster.Add(
+        MakeNode().Name(names.back()).Profile("hgx-h100").Replicas(4).Allocatable(32).Obj());
+  }
+  auto replica = [](const std::string& name, int gpus) {
+    return MakePod().Namespace("ml").Name(name).Gpus(gpus).OwnedByDeployment("web");
+  };
+  cluster.Add(replica("web-1", 1).OnNode("n1").Assigned("0").Obj());
+  EvaluationCache cache;
+  const PodRequirements req = *RequirementsOf(replica("web-new", 2).Obj());
+  auto snapshot = cluster.state().Snapshot();
+  const std::vector<size_t> positions = PositionsOf(*snapshot, names);
+  {
+    PodEvaluator first(req, cluster.shared_preset(), &cache);
+    (void)first.EvaluateAt(*snapshot, positions);
+  }
+  const std::vector<EvaluationCache::TableShape> shapes = cache.RefreshableShapes();
+  ASSERT_EQ(shapes.size(), 1u);
+  EXPECT_EQ(shapes[0].groups, std::vector<std::string>{req.group});
+
+  // Another replica lands on n3, and a pod of another group on n1: both hold the group now.
+  cluster.Add(replica("web-2", 1).OnNode("n3").Assigned("2").Obj());
+  cluster.Add(MakePod().Name("other").Gpus(1).Group("batch").OnNode("n1").Assigned("5").Obj());
+  snapshot = cluster.state().Snapshot();
+  PodEvaluator refresher(shapes[0].pod, shapes[0].preset, &cache);
+  // n1 and n3 changed: each evaluated without the group (the table) and with its GPUs.
+  EXPECT_EQ(refresher.RefreshTable(*shapes[0].table, *snapshot, nullptr, shapes[0].groups), 4u);
+
+  PodEvaluator next(req, cluster.shared_preset(), &cache);
+  const CycleEvaluations got = next.EvaluateAt(*snapshot, positions);
+  EXPECT_EQ(next.evaluated(), 0u) << "every answer was ready";
+  ExpectSameAsEvaluateNode(got, *snapshot, positions, req, cluster.preset());
+  EXPECT_FALSE(topology::Has(got.per_node[3].evaluation->gpus, 2));  // the group's GPU avoided
+}
+
 TEST(ShapeTableTest, OnlyRecentTablesWithASharedPresetAreRefreshable) {
   TestCluster cluster;
   cluster.Add(MakeNode().Name("n0").Profile("dgx1").Replicas(2).Allocatable(16).Obj());
