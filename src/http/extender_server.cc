@@ -166,7 +166,6 @@ void ExtenderServer::Impl::HandleBind(const httplib::Request& req, httplib::Resp
     Record(Verb::kBind, RequestResult::kBadRequest, start);
     return;
   }
-  recorder->Flush();  // the pod's filter and prioritize records go into the log before the bind's
   const Status status = deps.binder.Bind(*args);
   if (metrics) metrics->Bind(status.code());
   const std::string pod = args->pod_namespace + "/" + args->pod_name;

@@ -153,6 +153,7 @@ Status Binder::BindOnce(const extender::BindingArgs& args, BindRecord& record) c
 Status Binder::Bind(const extender::BindingArgs& args) const {
   const auto start = context_.clock.MonotonicNow();
   auto record = std::make_shared<BindRecord>();
+  record->sequence = context_.decisions.NextSequence();
   record->time = context_.clock.Now();
   record->pod_key = args.pod_namespace + "/" + args.pod_name;
   record->pod_uid = args.pod_uid;

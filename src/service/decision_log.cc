@@ -1,5 +1,7 @@
 #include "src/service/decision_log.h"
 
+#include <iterator>
+
 namespace gputopo::service {
 
 std::string_view VerbName(Verb verb) {
@@ -32,29 +34,33 @@ PodHistory& DecisionLog::PodLocked(const std::string& pod_key) {
   return it->second;
 }
 
-void DecisionLog::AddLocked(DecisionRecord record) {
-  events_.push_back(std::move(record));
+void DecisionLog::AddLocked(DecisionRecord record, uint64_t sequence) {
+  auto at = events_.end();  // almost always the end: look from there
+  while (at != events_.begin() && std::prev(at)->first > sequence) --at;
+  events_.emplace(at, sequence, std::move(record));
   while (events_.size() > max_events_) events_.pop_front();
 }
 
 void DecisionLog::Add(std::shared_ptr<const CycleRecord> record) {
   std::lock_guard<std::mutex> lock(mutex_);
   PodHistory& history = PodLocked(record->pod_key);
-  (record->verb == Verb::kFilter ? history.filter : history.prioritize) = record;
-  AddLocked(record);
+  auto& latest = record->verb == Verb::kFilter ? history.filter : history.prioritize;
+  if (latest == nullptr || latest->sequence < record->sequence) latest = record;
+  AddLocked(record, record->sequence);
 }
 
 void DecisionLog::Add(std::shared_ptr<const BindRecord> record) {
   std::lock_guard<std::mutex> lock(mutex_);
-  PodLocked(record->pod_key).bind = record;
-  AddLocked(record);
+  auto& latest = PodLocked(record->pod_key).bind;
+  if (latest == nullptr || latest->sequence < record->sequence) latest = record;
+  AddLocked(record, record->sequence);
 }
 
 std::vector<DecisionRecord> DecisionLog::Recent(size_t limit) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<DecisionRecord> out;
   for (auto it = events_.rbegin(); it != events_.rend() && out.size() < limit; ++it) {
-    out.push_back(*it);
+    out.push_back(it->second);
   }
   return out;
 }

@@ -9,6 +9,7 @@
 #ifndef GPUTOPO_SRC_SERVICE_DECISION_LOG_H_
 #define GPUTOPO_SRC_SERVICE_DECISION_LOG_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -34,6 +35,7 @@ struct CycleRecord {
   static constexpr uint32_t kUnknownNode = 0x80000000u;  // flag: index into unknown_nodes
 
   Verb verb = Verb::kFilter;
+  uint64_t sequence = 0;  // DecisionLog::NextSequence() when the cycle started
   std::chrono::system_clock::time_point time;
   std::chrono::microseconds duration{0};
   std::string pod_key;
@@ -87,6 +89,7 @@ struct CycleRecord {
 };
 
 struct BindRecord {
+  uint64_t sequence = 0;  // DecisionLog::NextSequence() when the bind started
   std::chrono::system_clock::time_point time;
   std::chrono::microseconds duration{0};
   std::string pod_key;
@@ -113,6 +116,10 @@ class DecisionLog {
  public:
   DecisionLog(size_t max_events, size_t max_pods) : max_events_(max_events), max_pods_(max_pods) {}
 
+  // Numbers decisions in the order they start. Records are kept in this order whenever they
+  // are added: a cycle's record is committed after its reply, possibly after a later bind's.
+  uint64_t NextSequence() { return next_sequence_.fetch_add(1, std::memory_order_relaxed) + 1; }
+
   void Add(std::shared_ptr<const CycleRecord> record);
   void Add(std::shared_ptr<const BindRecord> record);
 
@@ -121,13 +128,15 @@ class DecisionLog {
   std::optional<PodHistory> ForPod(const std::string& pod_key) const;
 
  private:
-  void AddLocked(DecisionRecord record);
+  void AddLocked(DecisionRecord record, uint64_t sequence);
   PodHistory& PodLocked(const std::string& pod_key);
 
   const size_t max_events_;
   const size_t max_pods_;
   mutable std::mutex mutex_;
-  std::deque<DecisionRecord> events_;                 // GUARDED_BY(mutex_), oldest first
+  std::atomic<uint64_t> next_sequence_{0};
+  // GUARDED_BY(mutex_), by sequence, oldest first.
+  std::deque<std::pair<uint64_t, DecisionRecord>> events_;
   std::unordered_map<std::string, PodHistory> pods_;  // GUARDED_BY(mutex_)
   std::deque<std::string> pod_order_;                 // GUARDED_BY(mutex_), oldest first
 };

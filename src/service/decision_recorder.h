@@ -4,8 +4,8 @@
 // records from the log (freeing the evaluations only they still held) now and then ~1 ms.
 //
 // Nothing is dropped: with `max_pending` records waiting, Submit commits in the caller's thread
-// instead. Readers that must see every earlier cycle (/debug, /metrics, a bind that records
-// after its pod's cycles) call Flush first.
+// instead. Readers that must see every earlier cycle (/debug, /metrics) call Flush first; the
+// DecisionLog keeps records in the order the decisions started, whenever they arrive.
 //
 // Thread safety: thread-safe. `commit` runs on the recorder's thread, or on a submitting thread
 // when the queue is full; it must be thread-safe.

@@ -18,6 +18,7 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(Verb verb,
   const auto start = context_.clock.MonotonicNow();
   auto record = std::make_shared<CycleRecord>();
   record->verb = verb;
+  record->sequence = context_.decisions.NextSequence();
   record->time = context_.clock.Now();
   record->pod_key = args.pod.Key();
   record->pod_uid = args.pod.uid;

@@ -123,6 +123,38 @@ TEST(DecisionRecorderTest, AFullQueueCommitsInTheCallerNothingIsDropped) {
   EXPECT_EQ(order[2].first, "queued");
 }
 
+// Cycle records arrive after their reply, possibly after a later bind's record: the log keeps
+// the order in which the decisions started, and a pod's latest of each verb.
+TEST(DecisionLogTest, KeepsDecisionsInTheOrderTheyStartedWhateverOrderTheyArrive) {
+  DecisionLog log(10, 10);
+  auto cycle = [&](Verb verb, uint64_t sequence) {
+    auto record = Record("ml/p");
+    record->verb = verb;
+    record->sequence = sequence;
+    return std::shared_ptr<const CycleRecord>(record);
+  };
+  auto bind = std::make_shared<BindRecord>();
+  bind->pod_key = "ml/p";
+  bind->sequence = 3;
+  log.Add(std::shared_ptr<const BindRecord>(bind));
+  log.Add(cycle(Verb::kPrioritize, 2));
+  log.Add(cycle(Verb::kFilter, 1));
+  log.Add(cycle(Verb::kFilter, 4));
+  log.Add(cycle(Verb::kFilter, 0));  // an older filter of the pod, late
+  std::vector<uint64_t> order;
+  for (const DecisionRecord& r : log.Recent(10)) {
+    std::visit([&](const auto& record) { order.push_back(record->sequence); }, r);
+  }
+  EXPECT_EQ(order, (std::vector<uint64_t>{4, 3, 2, 1, 0}));  // newest first
+  const std::optional<PodHistory> history = log.ForPod("ml/p");
+  ASSERT_TRUE(history.has_value());
+  EXPECT_EQ(history->filter->sequence, 4u);
+  EXPECT_EQ(history->prioritize->sequence, 2u);
+  EXPECT_EQ(history->bind->sequence, 3u);
+  const uint64_t first = log.NextSequence();
+  EXPECT_LT(first, log.NextSequence());
+}
+
 TEST(DecisionRecorderTest, DestructionCommitsWhatIsPending) {
   Committed committed;
   {
