@@ -14,8 +14,10 @@
 namespace gputopo::policies {
 namespace {
 
+using testing::ExpectSameAsEvaluateNode;
 using testing::MakeNode;
 using testing::MakePod;
+using testing::PositionsOf;
 using testing::TestCluster;
 using topology::Bit;
 using topology::Count;
@@ -433,37 +435,6 @@ TEST(EvaluationCacheTest, KeepsAFewShapesPerNodeState) {
 
 namespace gputopo::policies {
 namespace {
-
-// Evaluating through the shape table must give, node for node, what evaluating each node on
-// its own gives - whatever the table remembers from earlier cycles.
-void ExpectSameAsEvaluateNode(const CycleEvaluations& got, const ClusterSnapshot& snapshot,
-                              const std::vector<size_t>& positions, const PodRequirements& req,
-                              const Preset& preset) {
-  ASSERT_EQ(got.per_node.size(), positions.size());
-  for (size_t i = 0; i < positions.size(); ++i) {
-    if (positions[i] == ClusterSnapshot::kNotFound) {
-      EXPECT_EQ(got.per_node[i].evaluation, nullptr);
-      continue;
-    }
-    const NodeState& node = *snapshot.nodes()[positions[i]];
-    const NodeEvaluation want = EvaluateNode(req, node, preset);
-    const EvaluationRef& ref = got.per_node[i];
-    ASSERT_NE(ref.evaluation, nullptr) << node.name();
-    EXPECT_EQ(ref.evaluation->verdict, want.verdict) << node.name();
-    EXPECT_EQ(ref.verdict, want.verdict) << node.name();
-    EXPECT_EQ(ref.evaluation->gpus, want.gpus) << node.name();
-    EXPECT_DOUBLE_EQ(ref.weighted_score, want.weighted_score) << node.name();
-    EXPECT_EQ(ref.evaluation->reason, want.reason) << node.name();
-  }
-}
-
-std::vector<size_t> PositionsOf(const ClusterSnapshot& snapshot,
-                                const std::vector<std::string>& names) {
-  std::vector<std::string_view> views(names.begin(), names.end());
-  std::vector<size_t> positions;
-  snapshot.FindIndices(views, positions);
-  return positions;
-}
 
 TEST(ShapeTableTest, AnswersLikeEvaluatingEachNodeAndOnlyReevaluatesChangedNodes) {
   TestCluster cluster;

@@ -21,30 +21,10 @@ using policies::ClusterSnapshot;
 using policies::CycleEvaluations;
 using policies::EvaluationCache;
 using policies::PodEvaluator;
+using testing::ExpectSameAsEvaluateNode;
 using testing::MakeNode;
 using testing::MakePod;
-
-std::vector<size_t> PositionsOf(const ClusterSnapshot& snapshot,
-                                const std::vector<std::string>& names) {
-  std::vector<std::string_view> views(names.begin(), names.end());
-  std::vector<size_t> positions;
-  snapshot.FindIndices(views, positions);
-  return positions;
-}
-
-void ExpectExact(const CycleEvaluations& got, const ClusterSnapshot& snapshot,
-                 const std::vector<size_t>& positions, const policies::PodRequirements& req,
-                 const policies::Preset& preset) {
-  ASSERT_EQ(got.per_node.size(), positions.size());
-  for (size_t i = 0; i < positions.size(); ++i) {
-    const policies::NodeState& node = *snapshot.nodes()[positions[i]];
-    const policies::NodeEvaluation want = policies::EvaluateNode(req, node, preset);
-    ASSERT_NE(got.per_node[i].evaluation, nullptr);
-    EXPECT_EQ(got.per_node[i].verdict, want.verdict) << node.name();
-    EXPECT_EQ(got.per_node[i].evaluation->gpus, want.gpus) << node.name();
-    EXPECT_DOUBLE_EQ(got.per_node[i].weighted_score, want.weighted_score) << node.name();
-  }
-}
+using testing::PositionsOf;
 
 TEST(TableRefresherTest, RefreshesRacingWithCyclesAndWritesKeepAnswersExact) {
   EvaluationCache cache;
@@ -86,8 +66,8 @@ TEST(TableRefresherTest, RefreshesRacingWithCyclesAndWritesKeepAnswersExact) {
   while (!done || cycles < 20) {
     snapshot = cluster.state().Snapshot();
     PodEvaluator cycle(req, cluster.shared_preset(), &cache);
-    ExpectExact(cycle.EvaluateAt(*snapshot, positions), *snapshot, positions, req,
-                cluster.preset());
+    ExpectSameAsEvaluateNode(cycle.EvaluateAt(*snapshot, positions), *snapshot, positions, req,
+                             cluster.preset());
     ++cycles;
   }
   writer.join();
@@ -100,7 +80,7 @@ TEST(TableRefresherTest, RefreshesRacingWithCyclesAndWritesKeepAnswersExact) {
   const CycleEvaluations got = last.EvaluateAt(*snapshot, positions);
   EXPECT_EQ(last.evaluated(), 0u);
   EXPECT_EQ(last.table_hits(), names.size());
-  ExpectExact(got, *snapshot, positions, req, cluster.preset());
+  ExpectSameAsEvaluateNode(got, *snapshot, positions, req, cluster.preset());
 }
 
 TEST(TableRefresherTest, WaitIdleReturnsWithNothingNotifiedAndStopsCleanly) {

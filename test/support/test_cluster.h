@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "policies/engine/evaluation.h"
 #include "policies/registry/component_registry.h"
@@ -47,6 +48,17 @@ class TestCluster {
 
 // The default preset's weights (policies/presets/default.json), built in code.
 std::shared_ptr<const policies::Preset> DefaultPreset();
+
+// The positions of `names` in `snapshot` (kNotFound for the unknown).
+std::vector<size_t> PositionsOf(const policies::ClusterSnapshot& snapshot,
+                                const std::vector<std::string>& names);
+
+// Expects `got`, node for node, to be what evaluating each node on its own gives, whatever a
+// cache remembered from earlier cycles (unknown positions: no evaluation).
+void ExpectSameAsEvaluateNode(const policies::CycleEvaluations& got,
+                              const policies::ClusterSnapshot& snapshot,
+                              const std::vector<size_t>& positions,
+                              const policies::PodRequirements& req, const policies::Preset& preset);
 
 }  // namespace gputopo::testing
 
