@@ -340,6 +340,11 @@ int Main(int argc, char** argv) {
                  "a captured request whose Nodes.items[0] is the template")
       ->capture_default_str();
   cli.add_option("--out", out)->capture_default_str();
+  int repeat = 1;
+  cli.add_option("--repeat", repeat,
+                 "NodeNames steady state: rounds of --requests cycles, each round's p99 reported")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 20));
   std::string modes = "NodeNames,Nodes";
   cli.add_option("--modes", modes, "request forms to measure")->capture_default_str();
   bool skip_memory = false;
@@ -361,6 +366,8 @@ int Main(int argc, char** argv) {
   std::filesystem::create_directories(out);
   std::ofstream csv(out + "/latency.csv");
   csv << "nodes,mode,verb,e2e_p50_ms,e2e_p99_ms,server_p50_ms,server_p99_ms,body_bytes\n";
+  std::ofstream rounds_csv(out + "/latency_rounds.csv");
+  rounds_csv << "nodes,verb,round,server_p50_ms,server_p99_ms\n";
   std::ostringstream md;
   md << "| nodes | mode | verb | end-to-end p50 | p99 | server p50 | p99 | request body |\n"
      << "|---|---|---|---|---|---|---|---|\n";
@@ -371,7 +378,8 @@ int Main(int argc, char** argv) {
     const int nodes = std::stoi(item);
     largest = std::max(largest, nodes);
     // Enough pending pods for every steady-state cycle of both modes.
-    Cluster c = MakeCluster(nodes, pods_per_node, requests + std::max(20, requests / 10), templ, 7);
+    Cluster c = MakeCluster(nodes, pods_per_node, requests * repeat + std::max(20, requests / 10),
+                            templ, 7);
     app::SystemClock clock;
     app::AppOptions options;
     options.server.port = 0;
@@ -434,7 +442,9 @@ int Main(int argc, char** argv) {
       }
       Stats filter, prioritize;
       size_t body_bytes = 0;
-      for (int i = 0; i < n && !c.pending.empty(); ++i) {
+      // NodeNames: `repeat` rounds of n cycles, each round's percentiles kept apart as well.
+      const int rounds = nodes_mode ? 1 : repeat;
+      for (int i = 0; i < n * rounds && !c.pending.empty(); ++i) {
         const json pod = c.pending.back();
         c.pending.pop_back();
         const std::string body = ArgsBody(pod, c, nodes_mode, rng);
@@ -471,6 +481,18 @@ int Main(int argc, char** argv) {
       }
       row(mode, "filter, steady", filter, body_bytes);
       row(mode, "prioritize, steady", prioritize, body_bytes);
+      for (int r = 0; rounds > 1 && r < rounds; ++r) {
+        for (const auto& [verb, stats] :
+             {std::pair{"filter", &filter}, std::pair{"prioritize", &prioritize}}) {
+          const auto begin = static_cast<size_t>(r * n);
+          const size_t end = std::min(stats->server_ms.size(), begin + static_cast<size_t>(n));
+          if (begin >= end) continue;
+          const std::vector<double> round(stats->server_ms.begin() + static_cast<long>(begin),
+                                          stats->server_ms.begin() + static_cast<long>(end));
+          rounds_csv << nodes << "," << verb << "," << r + 1 << "," << Stats::Percentile(round, 0.5)
+                     << "," << Stats::Percentile(round, 0.99) << "\n";
+        }
+      }
     }
     row("-", "bind (" + std::to_string(binds_stats.e2e_ms.size()) + " pods)", binds_stats, 0);
     (*app)->Stop();
