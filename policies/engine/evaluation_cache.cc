@@ -69,14 +69,6 @@ void EvaluationCache::RememberGroup(TableEntry& entry, const PodRequirements& po
   entry.groups.push_back(pod.group);
 }
 
-std::shared_ptr<ShapeTable> EvaluationCache::FindTable(uint64_t shape_id) const {
-  std::lock_guard<std::mutex> lock(shapes_mutex_);
-  for (const TableEntry& entry : tables_) {
-    if (entry.shape_id == shape_id) return entry.table;
-  }
-  return nullptr;
-}
-
 std::vector<EvaluationCache::TableShape> EvaluationCache::RefreshableShapes() const {
   std::lock_guard<std::mutex> lock(shapes_mutex_);
   std::vector<TableShape> out;

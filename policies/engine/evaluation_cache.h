@@ -96,8 +96,6 @@ class EvaluationCache {
   static constexpr size_t kShapeTables = 8;
   std::shared_ptr<ShapeTable> Table(uint64_t shape_id, const PodRequirements& pod,
                                     std::shared_ptr<const Preset> preset);
-  // The table of `shape_id` if there is one; does not count as a use.
-  std::shared_ptr<ShapeTable> FindTable(uint64_t shape_id) const;
 
   // What each table that can be refreshed, and was used in the last kRecentUses table
   // lookups, is evaluated with: a PodEvaluator made from one (with this cache) brings its table

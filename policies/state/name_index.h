@@ -3,7 +3,7 @@
 // kube-scheduler sends up to every node name in every request, so this lookup runs thousands of
 // times per request, and on a server the table is rarely still in the CPU caches: each read
 // is a trip to memory. So a lookup reads one cache line: an open-addressing table of 64-byte
-// slots (at most 61% full) holding the hash tag, the position and the name itself when it has
+// slots (at most 5/8 full) holding the hash tag, the position and the name itself when it has
 // up to kInlineName bytes (cloud providers' node names do); longer names are compared in an
 // arena. It never touches a NodeState.
 //
@@ -32,8 +32,8 @@ class FlatNameIndex {
   size_t Find(std::string_view name) const {
     return slots_.empty() ? kNotFound : FindHashed(name, Hash(name));
   }
-  // out[i] = Find(names[i]), for many names at once: the table and arena reads of several
-  // names are issued together, so that their cache misses overlap.
+  // out[i] = Find(names[i]), for many names at once: the slot reads of several names are
+  // issued together, so that their cache misses overlap.
   void FindAll(const std::vector<std::string_view>& names, std::vector<size_t>& out) const;
   std::string_view NameAt(size_t position) const {
     return std::string_view(arena_).substr(offsets_[position],
