@@ -189,6 +189,7 @@ inline bool NeedsJsonEscaping(std::string_view text) {
   const size_t size = text.size();
   uint64_t word;
   if (size < 8) {
+    if (size == 0) return false;   // data may be null: no memcpy from it
     word = 0x6161616161616161ULL;  // 'a' in the bytes past the end
     std::memcpy(&word, data, size);
     return WordNeedsEscaping(word);
@@ -238,18 +239,15 @@ void AppendEscaped(std::string& out, std::string_view text) {
 // Reserve finds too little room, so that writing thousands of nodes costs a few stores each.
 class ReplyBuffer {
  public:
-  explicit ReplyBuffer(size_t capacity) {
-    out_.resize(std::max<size_t>(capacity, 64));
-    at_ = 0;
-  }
+  explicit ReplyBuffer(size_t capacity) { out_.resize(std::max<size_t>(capacity, 64)); }
   // Room for `bytes` more bytes of Raw, Char and Int output.
   void Reserve(size_t bytes) {
     if (out_.size() - at_ < bytes) [[unlikely]]
       Grow(bytes);
   }
   void Char(char c) { out_[at_++] = c; }
-  void Raw(std::string_view text) {
-    std::memcpy(out_.data() + at_, text.data(), text.size());
+  void Raw(std::string_view text) {  // std::copy: an empty view may have no data at all
+    std::copy(text.begin(), text.end(), out_.data() + at_);
     at_ += text.size();
   }
   void Int(int value) {  // needs 11 bytes of room

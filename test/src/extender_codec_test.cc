@@ -687,6 +687,17 @@ TEST(AppendJsonStringTest, EveryByteAtEveryPositionRoundTrips) {
   }
 }
 
+// A default-constructed view has no data pointer at all.
+TEST(AppendJsonStringTest, EmptyViewWithoutData) {
+  std::string out;
+  AppendJsonString(out, std::string_view());
+  EXPECT_EQ(out, "\"\"");
+  ExtenderArgs args;
+  args.node_names = {std::string_view()};
+  EXPECT_EQ(Parse(WriteFilterResult(args, {Failed(std::string_view())}))["FailedNodes"],
+            json({{"", ""}}));
+}
+
 TEST(AppendJsonStringTest, ExactEscapes) {
   std::string out;
   AppendJsonString(out, "a\"b\\c\nd");
