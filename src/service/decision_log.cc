@@ -41,19 +41,22 @@ void DecisionLog::AddLocked(DecisionRecord record, uint64_t sequence) {
   while (events_.size() > max_events_) events_.pop_front();
 }
 
-void DecisionLog::Add(std::shared_ptr<const CycleRecord> record) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  PodHistory& history = PodLocked(record->pod_key);
-  auto& latest = record->verb == Verb::kFilter ? history.filter : history.prioritize;
+template <typename Record>
+void DecisionLog::AddLocked(std::shared_ptr<const Record>& latest,
+                            const std::shared_ptr<const Record>& record) {
   if (latest == nullptr || latest->sequence < record->sequence) latest = record;
   AddLocked(record, record->sequence);
 }
 
+void DecisionLog::Add(std::shared_ptr<const CycleRecord> record) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  PodHistory& history = PodLocked(record->pod_key);
+  AddLocked(record->verb == Verb::kFilter ? history.filter : history.prioritize, record);
+}
+
 void DecisionLog::Add(std::shared_ptr<const BindRecord> record) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto& latest = PodLocked(record->pod_key).bind;
-  if (latest == nullptr || latest->sequence < record->sequence) latest = record;
-  AddLocked(record, record->sequence);
+  AddLocked(PodLocked(record->pod_key).bind, record);
 }
 
 std::vector<DecisionRecord> DecisionLog::Recent(size_t limit) const {

@@ -129,6 +129,10 @@ class DecisionLog {
 
  private:
   void AddLocked(DecisionRecord record, uint64_t sequence);
+  // Adds `record`, and makes it the pod's `latest` of its kind unless that one is newer.
+  template <typename Record>
+  void AddLocked(std::shared_ptr<const Record>& latest,
+                 const std::shared_ptr<const Record>& record);
   PodHistory& PodLocked(const std::string& pod_key);
 
   const size_t max_events_;
