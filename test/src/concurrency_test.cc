@@ -34,13 +34,8 @@ TEST_F(ServerTest, ConcurrentBindsNeverOversubscribeAGpu) {
         const std::string name = "p" + std::to_string(i);
         json pod = Pod("load", name, 1);
         client.Post("/filter", Args(pod, {"h100"}).dump(), "application/json");
-        auto res = client.Post("/bind",
-                               json({{"PodName", name},
-                                     {"PodNamespace", "load"},
-                                     {"PodUID", "uid-" + name},
-                                     {"Node", "h100"}})
-                                   .dump(),
-                               "application/json");
+        auto res =
+            client.Post("/bind", BindingArgs("load", name, "h100").dump(), "application/json");
         if (res && json::parse(res->body)["Error"] == "")
           ++ok;
         else

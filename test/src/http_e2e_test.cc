@@ -54,11 +54,7 @@ TEST_F(ServerTest, PrioritizeThenBindChoosesTheBestNodeAndRecordsTheGpus) {
   // 4 GPUs on NVLink beat 4 GPUs with unknown links.
   EXPECT_GT(by_host["h100"], by_host["plain"]);
   EXPECT_LE(by_host["h100"], 10);
-  const json bound = PostJson(
-      "/bind",
-      json(
-          {{"PodName", "train"}, {"PodNamespace", "ml"}, {"PodUID", "uid-train"}, {"Node", "h100"}})
-          .dump());
+  const json bound = PostBind("ml", "train", "h100");
   EXPECT_EQ(bound["Error"], "");
   // The pod now carries its GPUs, four distinct UUIDs, and is bound.
   const json list = Get("/debug/snapshot");
@@ -99,11 +95,7 @@ TEST_F(ServerTest, RecordedDecisionsDoNotPinTheSnapshotsTheyWereMadeOn) {
   const json args = Args(PodObject(cluster, "train"), {"plain", "h100", "nowhere"});
   ASSERT_TRUE(PostJson("/filter", args.dump()).is_object());
   ASSERT_TRUE(PostJson("/prioritize", args.dump()).is_array());
-  const json bound = PostJson(
-      "/bind",
-      json(
-          {{"PodName", "train"}, {"PodNamespace", "ml"}, {"PodUID", "uid-train"}, {"Node", "h100"}})
-          .dump());
+  const json bound = PostBind("ml", "train", "h100");
   ASSERT_EQ(bound["Error"], "");
   app_->table_refresher().WaitIdle();  // it may still be refreshing against the old one
   EXPECT_TRUE(before.expired());       // the bind published a new one; nothing holds the old
@@ -128,11 +120,7 @@ TEST_F(ServerTest, AfterABindTheNextPodOfAShapeIsEvaluatedFromTheCacheAlone) {
   const json first = PostJson("/filter", Args(PodObject(cluster, "job-0"), nodes).dump());
   ASSERT_EQ(first["NodeNames"], json({"h100", "plain"}));
   EXPECT_EQ(Get("/debug/pods/batch/job-0")["filter"]["evaluated"], 2);  // a new shape
-  const json bound = PostJson("/bind", json({{"PodName", "job-0"},
-                                             {"PodNamespace", "batch"},
-                                             {"PodUID", "uid-job-0"},
-                                             {"Node", "h100"}})
-                                           .dump());
+  const json bound = PostBind("batch", "job-0", "h100");
   ASSERT_EQ(bound["Error"], "");
   app_->table_refresher().WaitIdle();
   EXPECT_GE(app_->table_refresher().nodes_evaluated(), 1u);  // h100 changed
@@ -180,12 +168,7 @@ TEST_F(ServerTest, PrioritizeReusesTheFilterEvaluationsOnlyWhileNothingChanged) 
   EXPECT_EQ(prioritize(reversed), reused);
   EXPECT_FALSE(Get("/debug/pods/ml/train")["prioritize"].contains("evaluationsFrom"));
   // Another pod bound in between changes the cluster: the filter's answers are not reused.
-  ASSERT_EQ(PostJson("/bind", json({{"PodName", "web-0"},
-                                    {"PodNamespace", "ml"},
-                                    {"PodUID", "uid-web-0"},
-                                    {"Node", "g1"}})
-                                  .dump())["Error"],
-            "");
+  ASSERT_EQ(PostBind("ml", "web-0", "g1")["Error"], "");
   const std::map<std::string, int> after_bind = prioritize(passed);
   EXPECT_FALSE(Get("/debug/pods/ml/train")["prioritize"].contains("evaluationsFrom"));
   EXPECT_EQ(after_bind, prioritize(reversed));  // what evaluating now gives
@@ -213,11 +196,7 @@ TEST_F(ServerTest, ReplicasOfOneGroupGetDistinctGpus) {
     const std::string name = "web-" + std::to_string(i);
     const json filter = PostJson("/filter", Args(PodObject(cluster, name), {"h100"}).dump());
     ASSERT_EQ(filter["NodeNames"], json({"h100"}));
-    const json bound = PostJson("/bind", json({{"PodName", name},
-                                               {"PodNamespace", "ml"},
-                                               {"PodUID", "uid-" + name},
-                                               {"Node", "h100"}})
-                                             .dump());
+    const json bound = PostBind("ml", name, "h100");
     ASSERT_EQ(bound["Error"], "") << name;
     gpus.insert(Get("/debug/pods/ml/" + name)["bind"]["gpus"][0].get<std::string>());
   }
@@ -234,10 +213,7 @@ TEST_F(ServerTest, BadPodAnnotationFailsTheFilterWithItsReason) {
                            "application/json");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 400);
-  const json bound = PostJson(
-      "/bind",
-      json({{"PodName", "typo"}, {"PodNamespace", "ml"}, {"PodUID", "uid-typo"}, {"Node", "h100"}})
-          .dump());
+  const json bound = PostBind("ml", "typo", "h100");
   EXPECT_NE(bound["Error"].get<std::string>().find("gpu-milli"), std::string::npos);
 }
 

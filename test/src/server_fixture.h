@@ -100,12 +100,20 @@ class ServerTest : public ::testing::Test {
   json Args(const json& pod, const std::vector<std::string>& names) const {
     return {{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", names}};
   }
+  // ExtenderBindingArgs for the pod Pod(ns, name, ...) made (its UID is "uid-<name>").
+  static json BindingArgs(const std::string& ns, const std::string& name, const std::string& node) {
+    return {{"PodName", name}, {"PodNamespace", ns}, {"PodUID", "uid-" + name}, {"Node", node}};
+  }
   json PostJson(const std::string& path, const std::string& body, int want_status = 200) {
     auto res = client_->Post(path, body, "application/json");
     EXPECT_TRUE(res) << path;
     if (!res) return json();
     EXPECT_EQ(res->status, want_status) << path << ": " << res->body;
     return json::parse(res->body, nullptr, false);
+  }
+  // POST /bind of BindingArgs(ns, name, node); the ExtenderBindingResult.
+  json PostBind(const std::string& ns, const std::string& name, const std::string& node) {
+    return PostJson("/bind", BindingArgs(ns, name, node).dump());
   }
   json Get(const std::string& path, int want_status = 200) {
     auto res = client_->Get(path);
