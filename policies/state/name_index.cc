@@ -41,16 +41,23 @@ void FlatNameIndex::FindAll(const std::vector<std::string_view>& names,
     std::fill(out.begin(), out.end(), kNotFound);
     return;
   }
-  // Hash a batch and fetch its slots together, so that their trips to memory overlap.
-  constexpr size_t kBatch = 16;
-  uint64_t hashes[kBatch];
-  for (size_t base = 0; base < names.size(); base += kBatch) {
-    const size_t n = std::min(kBatch, names.size() - base);
-    for (size_t j = 0; j < n; ++j) {
-      hashes[j] = Hash(names[base + j]);
-      __builtin_prefetch(&slots_[hashes[j] & mask_]);
+  // Fetch the slot of the name kAhead places on while looking up this one, so that about
+  // kAhead trips to memory are always under way. hashes is a ring of the hashes in flight.
+  constexpr size_t kAhead = 16;
+  uint64_t hashes[kAhead];
+  const size_t n = names.size();
+  for (size_t i = 0; i < std::min(kAhead, n); ++i) {
+    hashes[i] = Hash(names[i]);
+    __builtin_prefetch(&slots_[hashes[i] & mask_]);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t hash = hashes[i % kAhead];
+    if (i + kAhead < n) {
+      const uint64_t next = Hash(names[i + kAhead]);
+      hashes[i % kAhead] = next;
+      __builtin_prefetch(&slots_[next & mask_]);
     }
-    for (size_t j = 0; j < n; ++j) out[base + j] = FindHashed(names[base + j], hashes[j]);
+    out[i] = FindHashed(names[i], hash);
   }
 }
 
