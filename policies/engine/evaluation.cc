@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "gputopo/well_known.h"
 #include "policies/engine/evaluation_cache.h"
@@ -438,29 +441,47 @@ CycleEvaluations PodEvaluator::EvaluateAt(const ClusterSnapshot& snapshot,
   std::lock_guard<std::mutex> lock(table->mutex);
   table->Attach(snapshot.name_index());
   const bool spread = pod_.spread != SpreadMode::kNone;
-  constexpr size_t kAhead = 8;  // positions are random: fetch what they read early
-  for (size_t i = 0; i < positions.size(); ++i) {
-    if (i + kAhead < positions.size() && positions[i + kAhead] != ClusterSnapshot::kNotFound) {
-      __builtin_prefetch(&snapshot.summary(positions[i + kAhead]));
-      table->Prefetch(positions[i + kAhead]);
-    }
-    const size_t position = positions[i];
-    if (position == ClusterSnapshot::kNotFound) continue;
+  auto answer = [&](size_t position) -> EvaluationRef {
     const NodeSummary& summary = snapshot.summary(position);
     if (spread && summary.groups.MayContain(group_hash_)) {
       const NodeState& node = *snapshot.nodes()[position];
-      if (const GpuMask group = GroupGpusOf(node); group != 0) {
-        out.per_node[i] = evaluate_and_own(node, group);
-        continue;
-      }
+      if (const GpuMask group = GroupGpusOf(node); group != 0) return evaluate_and_own(node, group);
     }
     if (const EvaluationRef* found = table->Find(position, summary.version)) {
       ++table_hits_;
-      out.per_node[i] = *found;
-      continue;
+      return *found;
     }
-    out.per_node[i] =
-        table->Store(position, summary.version, EvaluateShared(*snapshot.nodes()[position], 0));
+    return table->Store(position, summary.version, EvaluateShared(*snapshot.nodes()[position], 0));
+  };
+  const size_t node_count = snapshot.node_count();
+  if (positions.size() >= node_count / kSweepShare && node_count <= UINT32_MAX) {
+    // Many of the nodes: answer them in position order, so that the summaries and table slots
+    // are read front to back (and streamed in by the CPU) rather than at random. asked[p] is
+    // one more than the index of the first request entry naming the node at position p.
+    std::vector<uint32_t> asked(node_count, 0);
+    std::vector<std::pair<size_t, size_t>> repeats;  // (entry, earlier entry of the same node)
+    for (size_t i = 0; i < positions.size(); ++i) {
+      const size_t position = positions[i];
+      if (position == ClusterSnapshot::kNotFound) continue;
+      if (asked[position] != 0) {
+        repeats.emplace_back(i, asked[position] - 1);
+      } else {
+        asked[position] = static_cast<uint32_t>(i + 1);
+      }
+    }
+    for (size_t position = 0; position < node_count; ++position) {
+      if (asked[position] != 0) out.per_node[asked[position] - 1] = answer(position);
+    }
+    for (const auto& [entry, earlier] : repeats) out.per_node[entry] = out.per_node[earlier];
+  } else {
+    constexpr size_t kAhead = 8;  // positions are random: fetch what they read early
+    for (size_t i = 0; i < positions.size(); ++i) {
+      if (i + kAhead < positions.size() && positions[i + kAhead] != ClusterSnapshot::kNotFound) {
+        __builtin_prefetch(&snapshot.summary(positions[i + kAhead]));
+        table->Prefetch(positions[i + kAhead]);
+      }
+      if (positions[i] != ClusterSnapshot::kNotFound) out.per_node[i] = answer(positions[i]);
+    }
   }
   out.owners.push_back(table->Pin());
   if (!own->empty()) out.owners.push_back(std::move(own));

@@ -106,7 +106,9 @@ class PodEvaluator {
   // Evaluates the pod on the nodes of `snapshot` at `positions` (kNotFound: an unknown node,
   // answered with a null evaluation). With a cache, through its ShapeTable: nodes that hold no
   // GPU of the pod's group and have not changed since the shape was last evaluated cost two
-  // array reads. Does not add to evaluations().
+  // array reads, made in position order when the positions are at least 1/kSweepShare of the
+  // snapshot's nodes. Does not add to evaluations().
+  static constexpr size_t kSweepShare = 4;
   CycleEvaluations EvaluateAt(const ClusterSnapshot& snapshot,
                               const std::vector<size_t>& positions);
   // Brings `table`, the cache's table for this pod's shape (EvaluationCache::RefreshableShapes),

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <set>
 
 #include "policies/engine/evaluation_cache.h"
@@ -541,6 +543,61 @@ TEST(ShapeTableTest, AnswersLikeEvaluatingEachNodeAndOnlyReevaluatesChangedNodes
   const CycleEvaluations f = sixth.EvaluateAt(*snapshot, positions);
   ExpectSameAsEvaluateNode(f, *snapshot, positions, req, cluster.preset());
   EXPECT_EQ(sixth.table_hits(), 27u);  // the new node's slot is used now, n20's is gone
+}
+
+// Requests naming many of the nodes are answered in position order, others in request order:
+// both give every entry its own node's answer, whatever the order, with repeated and unknown
+// names among them.
+TEST(ShapeTableTest, AnswersInRequestOrderWhetherSweptByPositionOrNot) {
+  TestCluster cluster;
+  std::vector<std::string> names;
+  for (int i = 0; i < 40; ++i) {
+    names.push_back("n" + std::to_string(i));
+    cluster.Add(MakeNode()
+                    .Name(names.back())
+                    .Profile(i % 3 ? "dgx1" : "hgx-h100")
+                    .Replicas(2)
+                    .Allocatable(16)
+                    .Obj());
+    for (int p = 0; p < i % 5; ++p) {  // nodes in different states: different answers
+      cluster.Add(
+          MakePod()
+              .Name("busy-" + std::to_string(i) + "-" + std::to_string(p))
+              .Gpus(1 + p % 2)
+              .Group(p % 2 ? "web" : "batch")
+              .OnNode(names.back())
+              .Assigned(p % 2 ? std::to_string(p) + "," + std::to_string(p + 4) : std::to_string(p))
+              .Obj());
+    }
+  }
+  const PodRequirements req =
+      *RequirementsOf(MakePod().Namespace("ml").Name("web-1").Gpus(2).Group("web").Obj());
+  auto snapshot = cluster.state().Snapshot();
+  // Shuffled, with repeats (kube-scheduler sends none, a broken client might) and unknowns.
+  std::vector<std::string> asked = names;
+  std::mt19937 rng(7);
+  std::shuffle(asked.begin(), asked.end(), rng);
+  asked.insert(asked.begin() + 3, "n17");
+  asked.push_back("nowhere");
+  asked.push_back(asked[0]);
+  const std::vector<size_t> positions = PositionsOf(*snapshot, asked);
+  ASSERT_GE(positions.size(), snapshot->node_count() / PodEvaluator::kSweepShare);
+
+  EvaluationCache cache;
+  PodEvaluator swept(req, cluster.preset(), &cache);
+  const CycleEvaluations all = swept.EvaluateAt(*snapshot, positions);
+  ExpectSameAsEvaluateNode(all, *snapshot, positions, req, cluster.preset());
+  EXPECT_EQ(all.per_node.back().evaluation, all.per_node.front().evaluation);
+
+  // One name at a time (under 1/kSweepShare of the nodes): the same answers, from the table.
+  for (size_t i = 0; i < positions.size(); ++i) {
+    PodEvaluator one(req, cluster.preset(), &cache);
+    const CycleEvaluations single = one.EvaluateAt(*snapshot, {positions[i]});
+    ExpectSameAsEvaluateNode(single, *snapshot, {positions[i]}, req, cluster.preset());
+    if (positions[i] == ClusterSnapshot::kNotFound) continue;
+    EXPECT_EQ(single.per_node[0].verdict, all.per_node[i].verdict) << asked[i];
+    EXPECT_EQ(single.per_node[0].evaluation->gpus, all.per_node[i].evaluation->gpus) << asked[i];
+  }
 }
 
 TEST(ShapeTableTest, RefreshEvaluatesChangedNodesSoTheNextCycleOnlyReads) {
