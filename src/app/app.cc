@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "src/app/background_priority.h"
 #include "src/app/embedded_data.h"
 #include "src/codec/k8s_encode.h"
 #include "src/codec/preset_document.h"
@@ -155,7 +156,8 @@ Result<std::unique_ptr<App>> App::Create(const AppOptions& options, const Clock&
   if (app->presets_.Find(options.default_preset) == nullptr) {
     return NotFound("default preset '" + options.default_preset + "' is not defined");
   }
-  app->table_refresher_ = std::make_unique<service::TableRefresher>(app->evaluation_cache_);
+  app->table_refresher_ =
+      std::make_unique<service::TableRefresher>(app->evaluation_cache_, &StartBackgroundThread);
   app->state_ = std::make_unique<policies::ClusterState>(
       app->resolver_, [refresher = app->table_refresher_.get()](const auto& snapshot) {
         refresher->Notify(snapshot);
@@ -191,9 +193,10 @@ Result<std::unique_ptr<App>> App::Create(const AppOptions& options, const Clock&
   app->binder_ = std::make_unique<service::Binder>(*app->context_, *kube);
   App* self = app.get();
   app->server_ = std::make_unique<http::ExtenderServer>(
-      options.server, http::ServerDependencies{*app->service_, *app->binder_, *app->context_,
-                                               std::move(list_snapshot),
-                                               [self] { return self->Ready(); }, &app->metrics_});
+      options.server,
+      http::ServerDependencies{*app->service_, *app->binder_, *app->context_,
+                               std::move(list_snapshot), [self] { return self->Ready(); },
+                               &app->metrics_, &StartBackgroundThread});
   app->RegisterCollectors();
   return app;
 }

@@ -47,7 +47,7 @@ struct ExtenderServer::Impl {
         server(*server_owner) {
     if (deps.metrics != nullptr) metrics.emplace(*deps.metrics);
     recorder.emplace([this](std::shared_ptr<service::CycleRecord> record) { Commit(record); },
-                     kMaxPendingRecords);
+                     kMaxPendingRecords, deps.background_thread_start);
   }
   ~Impl() { recorder.reset(); }  // commits what is pending while everything it uses exists
 

@@ -49,6 +49,8 @@ struct ServerDependencies {
   // Request metrics are recorded here, and GET /metrics renders it; null: no /metrics. Must
   // outlive the server.
   observability::MetricsRegistry* metrics = nullptr;
+  // Runs first on the server's background thread (DecisionRecorder); may be empty.
+  std::function<void()> background_thread_start;
 };
 
 class ExtenderServer {

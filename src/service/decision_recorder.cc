@@ -4,8 +4,12 @@
 
 namespace gputopo::service {
 
-DecisionRecorder::DecisionRecorder(CommitFn commit, size_t max_pending)
-    : commit_(std::move(commit)), max_pending_(max_pending), thread_([this] { Run(); }) {}
+DecisionRecorder::DecisionRecorder(CommitFn commit, size_t max_pending,
+                                   const std::function<void()>& thread_start)
+    : commit_(std::move(commit)), max_pending_(max_pending), thread_([this, thread_start] {
+        if (thread_start) thread_start();
+        Run();
+      }) {}
 
 DecisionRecorder::~DecisionRecorder() {
   {

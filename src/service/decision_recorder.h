@@ -8,7 +8,8 @@
 // DecisionLog keeps records in the order the decisions started, whenever they arrive.
 //
 // Thread safety: thread-safe. `commit` runs on the recorder's thread, or on a submitting thread
-// when the queue is full; it must be thread-safe.
+// when the queue is full; it must be thread-safe. `thread_start`, when given, runs first on the
+// recorder's thread (the application lowers the thread's CPU priority there).
 #ifndef GPUTOPO_SRC_SERVICE_DECISION_RECORDER_H_
 #define GPUTOPO_SRC_SERVICE_DECISION_RECORDER_H_
 
@@ -28,7 +29,8 @@ class DecisionRecorder {
  public:
   using CommitFn = std::function<void(std::shared_ptr<CycleRecord>)>;
 
-  DecisionRecorder(CommitFn commit, size_t max_pending);
+  DecisionRecorder(CommitFn commit, size_t max_pending,
+                   const std::function<void()>& thread_start = {});
   // Commits what is still pending, then stops the thread.
   ~DecisionRecorder();
   DecisionRecorder(const DecisionRecorder&) = delete;

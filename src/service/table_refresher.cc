@@ -7,8 +7,12 @@
 
 namespace gputopo::service {
 
-TableRefresher::TableRefresher(policies::EvaluationCache& cache)
-    : cache_(cache), thread_([this] { Run(); }) {}
+TableRefresher::TableRefresher(policies::EvaluationCache& cache,
+                               const std::function<void()>& thread_start)
+    : cache_(cache), thread_([this, thread_start] {
+        if (thread_start) thread_start();
+        Run();
+      }) {}
 
 TableRefresher::~TableRefresher() {
   {

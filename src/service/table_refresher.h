@@ -9,12 +9,15 @@
 // refreshes against the newest. A cycle that arrives first does the work itself (the table's
 // lock makes the two take turns), so a refresh is never needed for correctness.
 //
-// Thread safety: thread-safe. Notify is quick and never waits for a refresh.
+// Thread safety: thread-safe. Notify is quick and never waits for a refresh. `thread_start`,
+// when given, runs first on the refresher's thread (the application lowers the thread's CPU
+// priority there).
 #ifndef GPUTOPO_SRC_SERVICE_TABLE_REFRESHER_H_
 #define GPUTOPO_SRC_SERVICE_TABLE_REFRESHER_H_
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -29,7 +32,8 @@ namespace gputopo::service {
 class TableRefresher {
  public:
   // `cache` must outlive the refresher.
-  explicit TableRefresher(policies::EvaluationCache& cache);
+  explicit TableRefresher(policies::EvaluationCache& cache,
+                          const std::function<void()>& thread_start = {});
   // Stops after the refresh in progress, if any.
   ~TableRefresher();
   TableRefresher(const TableRefresher&) = delete;

@@ -65,6 +65,28 @@ TEST(DecisionRecorderTest, CommitsOnItsOwnThread) {
   EXPECT_NE(committed.threads[0], std::this_thread::get_id());
 }
 
+TEST(DecisionRecorderTest, ThreadStartRunsOnTheRecorderThreadBeforeAnyCommit) {
+  Committed committed;
+  std::mutex mutex;
+  std::vector<std::thread::id> started;  // GUARDED_BY(mutex)
+  size_t commits_when_started = 99;      // GUARDED_BY(mutex)
+  {
+    DecisionRecorder recorder(committed.Fn(), 8, [&] {
+      std::lock_guard<std::mutex> lock(mutex);
+      started.push_back(std::this_thread::get_id());
+      commits_when_started = committed.size();
+    });
+    recorder.Submit(Record("a"));
+    recorder.Submit(Record("b"));
+    recorder.Flush();
+  }
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(commits_when_started, 0u);
+  ASSERT_EQ(committed.threads.size(), 2u);
+  EXPECT_EQ(committed.threads[0], started[0]);
+  EXPECT_EQ(committed.threads[1], started[0]);
+}
+
 TEST(DecisionRecorderTest, FlushWaitsForTheCommitInProgress) {
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();

@@ -26,6 +26,24 @@ using testing::MakeNode;
 using testing::MakePod;
 using testing::PositionsOf;
 
+TEST(TableRefresherTest, ThreadStartRunsOnceOnTheRefresherThread) {
+  EvaluationCache cache;
+  std::atomic<int> starts{0};
+  std::atomic<bool> on_other_thread{false};
+  const std::thread::id test_thread = std::this_thread::get_id();
+  {
+    TableRefresher refresher(cache, [&] {
+      on_other_thread = std::this_thread::get_id() != test_thread;
+      ++starts;
+    });
+    testing::TestCluster cluster([&](const auto& snapshot) { refresher.Notify(snapshot); });
+    cluster.Add(MakeNode().Name("n0").Profile("dgx1").Replicas(2).Allocatable(16).Obj());
+    refresher.WaitIdle();  // the thread has run: it refreshed against the snapshot
+  }
+  EXPECT_EQ(starts.load(), 1);
+  EXPECT_TRUE(on_other_thread.load());
+}
+
 TEST(TableRefresherTest, RefreshesRacingWithCyclesAndWritesKeepAnswersExact) {
   EvaluationCache cache;
   TableRefresher refresher(cache);  // outlives the cluster, whose state notifies it
