@@ -189,17 +189,21 @@ with full Node objects; RSS under 200 MB. This run:
 
 Where the steady-state time goes at 5000 nodes (`micro_extender` below, `...Evicted` rows: CPU
 caches flushed before each request, as a server's other work leaves them): parsing the body
-(simdjson, in place), looking up 5000 names in the snapshot's name table (one cache line each),
-reading each node's evaluation from the pod shape's table, and writing the reply. What the
+(simdjson, in place), looking up 5000 names in the snapshot's name table (one cache line each,
+16 fetches in flight), reading each node's evaluation from the pod shape's table (in node order
+when a request names many nodes, so the tables are read front to back), and writing the reply.
+What the
 request path no longer does: nodes that changed are evaluated in the background right after the
 change, for the shapes and spread groups of recent pods, so a steady cycle evaluates almost
 nothing itself (`evaluated` on `/debug/pods`); prioritize reuses its filter's evaluations when
 nothing changed in between (kube-scheduler sends it for the same pod, with the nodes that
 passed); a cycle's bookkeeping for `/debug` and `/metrics` runs on another thread after the
-reply. Cold requests evaluate every node's GPU sets from scratch; they are what the first pod
-of a new shape costs. This machine has 2 vCPUs shared with other tenants: the load generator,
-gputopo's request thread and its two background threads share them, and repeated runs of the
-same build differ (the 100-node rows show the floor: p99 several times p50 for tiny work).
+reply. Both background threads run in `SCHED_IDLE`, so they never take a CPU from a request.
+Cold requests evaluate every node's GPU sets from scratch; they are what the first pod of a new
+shape costs. This machine has 2 vCPUs shared with other tenants: the load generator and
+gputopo's request thread share them, and repeated runs of the same build differ (the 100-node
+rows show the floor: p99 several times p50 for tiny work; the CPU-only rows below, such as
+`BM_ParseNodeNames_Nlohmann`, show how fast the machine was during the run).
 
 ## Request path, without HTTP
 
