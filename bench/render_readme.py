@@ -191,7 +191,8 @@ Where the steady-state time goes at 5000 nodes (`micro_extender` below, `...Evic
 caches flushed before each request, as a server's other work leaves them): parsing the body
 (simdjson, in place), looking up 5000 names in the snapshot's name table (one cache line each,
 16 fetches in flight), reading each node's evaluation from the pod shape's table (in node order
-when a request names many nodes, so the tables are read front to back), and writing the reply.
+when a request names many nodes, so the tables are read front to back), and writing the reply
+(runs of passing names copied from the request text as they are).
 What the
 request path no longer does: nodes that changed are evaluated in the background right after the
 change, for the shapes and spread groups of recent pods, so a steady cycle evaluates almost

@@ -33,6 +33,9 @@ struct ExtenderArgs {
   bool nodes_mode = false;
   std::vector<std::string_view> node_names;
   std::vector<std::string_view> node_objects;  // raw JSON of each Node, when nodes_mode
+  // The JSON text that was parsed. A node name that lies inside it is the string's raw token
+  // (names with escapes are unescaped elsewhere); NodeNames entries are in array order.
+  std::string_view text;
 };
 
 struct BindingArgs {

@@ -546,6 +546,39 @@ TEST(WriteFilterResultTest, NodesModeReturnsTheOriginalObjects) {
   EXPECT_EQ(reply["Error"], "");
 }
 
+// Passing names that sit in the request as `"a","b"` are copied from it a run at a time; the
+// reply must be byte for byte what writing each name gives, whatever breaks the runs: failed
+// nodes, whitespace, escapes (unescaped elsewhere, and escaped again on the way out).
+TEST(WriteFilterResultTest, NamesCopiedFromTheRequestInRunsAreWrittenExactly) {
+  const std::string names_json =
+      R"(["n0","n1","n2", "n3" ,"n4","es\"c","n6","t\u0041b","n8","","n10","n11","n12","n13"])";
+  ExtenderRequestParser parser(kMaxBytes);
+  Result<const ExtenderArgs*> parsed =
+      parser.ParseArgs(R"({"Pod":)" + kPod + R"(,"NodeNames":)" + names_json + "}");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  const ExtenderArgs& args = **parsed;
+  ASSERT_EQ(args.node_names.size(), 14u);
+  EXPECT_EQ(args.node_names[7], "tAb");
+  std::vector<std::vector<FilterOutcome>> cases;
+  cases.emplace_back(14, Passed());
+  cases.emplace_back(14, Failed("full"));
+  std::vector<FilterOutcome> mixed(14, Passed());
+  for (size_t i : {1, 2, 9, 13}) mixed[i] = Failed("full");
+  mixed[4] = Unresolvable("corrupt");
+  cases.push_back(mixed);
+  ExtenderArgs per_name = args;
+  per_name.text = {};  // no request text: every name written on its own
+  for (const std::vector<FilterOutcome>& outcomes : cases) {
+    const std::string reply = WriteFilterResult(args, outcomes);
+    EXPECT_EQ(reply, WriteFilterResult(per_name, outcomes));
+    json want = json::array();
+    for (size_t i = 0; i < outcomes.size(); ++i) {
+      if (outcomes[i].passed) want.push_back(std::string(args.node_names[i]));
+    }
+    EXPECT_EQ(Parse(reply)["NodeNames"], want);
+  }
+}
+
 TEST(WriteFilterResultTest, NodesModeFromParsedRequest) {
   const std::vector<std::string> objects = {NodeJson("x1"), NodeJson("x2")};
   ExtenderRequestParser parser(kMaxBytes);
