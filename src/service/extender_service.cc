@@ -93,14 +93,7 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(Verb verb,
         memo->pod = memo_key;
         memo->shape = std::move(shape);
         memo->generation = snapshot.generation();
-        size_t bytes = 0;
-        for (std::string_view name : args.node_names) bytes += name.size();
-        memo->names.reserve(bytes);
-        memo->name_ends.reserve(args.node_names.size());
-        for (std::string_view name : args.node_names) {
-          memo->names.append(name);
-          memo->name_ends.push_back(static_cast<uint32_t>(memo->names.size()));
-        }
+        memo->SetNames(args.node_names, args.text);
         memo->positions = std::move(positions);
         memo->per_node = std::move(evaluations.per_node);
         memo->owners = record->owners;

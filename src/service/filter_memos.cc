@@ -1,8 +1,46 @@
 #include "src/service/filter_memos.h"
 
+#include <cstdint>
+
 #include "policies/engine/evaluation_cache.h"
 
 namespace gputopo::service {
+
+void FilterMemo::SetNames(const std::vector<std::string_view>& candidates, std::string_view text) {
+  auto address = [](std::string_view s) { return reinterpret_cast<uintptr_t>(s.data()); };
+  name_begins.resize(candidates.size());
+  name_ends.resize(candidates.size());
+  if (candidates.empty()) {
+    names.clear();
+    return;
+  }
+  const uintptr_t text_begin = address(text);
+  const uintptr_t text_end = text_begin + text.size();
+  const uintptr_t first = address(candidates.front());
+  bool in_text = first >= text_begin;
+  uintptr_t at = first;  // where the previous candidate ends
+  size_t bytes = 0;
+  for (size_t i = 0; in_text && i < candidates.size(); ++i) {
+    const uintptr_t begin = address(candidates[i]);
+    const uintptr_t end = begin + candidates[i].size();
+    in_text = begin >= at && end <= text_end && end - first <= UINT32_MAX;
+    name_begins[i] = static_cast<uint32_t>(begin - first);
+    name_ends[i] = static_cast<uint32_t>(end - first);
+    at = end;
+    bytes += candidates[i].size();
+  }
+  // Only a list of names (NodeNames: `","` between them), not names far apart in Node objects.
+  if (in_text && at - first <= bytes + 8 * candidates.size()) {
+    names.assign(candidates.front().data(), at - first);
+    return;
+  }
+  names.clear();
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    name_begins[i] = static_cast<uint32_t>(names.size());
+    names.append(candidates[i]);
+    name_ends[i] = static_cast<uint32_t>(names.size());
+  }
+}
 
 bool FilterMemo::Match(const std::vector<std::string_view>& candidates,
                        std::vector<size_t>& positions_out,

@@ -29,15 +29,20 @@ struct FilterMemo {
   // The pod's requirements, preset and group as the evaluations saw them (ShapeKey).
   std::string shape;
   uint64_t generation = 0;  // of the snapshot the evaluations were made on
-  std::string names;        // the candidates' names, back to back, in request order
+  // The candidates' names in request order: name i is names[name_begins[i], name_ends[i]).
+  std::string names;
+  std::vector<uint32_t> name_begins;
   std::vector<uint32_t> name_ends;
   std::vector<size_t> positions;  // per candidate, in that snapshot (kNotFound: unknown)
   std::vector<policies::EvaluationRef> per_node;
   std::vector<std::shared_ptr<const void>> owners;  // keep per_node's evaluations alive
 
+  // Keeps `candidates`. When they lie in order inside `text` (the parsed request, of which
+  // they are raw tokens), the stretch of text holding them is copied at once rather than
+  // name by name (5000 small copies took ~40 us of a filter's time).
+  void SetNames(const std::vector<std::string_view>& candidates, std::string_view text);
   std::string_view NameAt(size_t i) const {
-    const uint32_t begin = i == 0 ? 0 : name_ends[i - 1];
-    return std::string_view(names).substr(begin, name_ends[i] - begin);
+    return std::string_view(names).substr(name_begins[i], name_ends[i] - name_begins[i]);
   }
   // When `candidates` are a subsequence of this memo's, in its order: their positions and
   // evaluations, and true. False otherwise (outputs unspecified).
