@@ -385,6 +385,16 @@ std::shared_ptr<const NodeEvaluation> PodEvaluator::EvaluateShared(const NodeSta
   return it->second;
 }
 
+EvaluationRef PodEvaluator::TableAnswer(ShapeTable& table, const ClusterSnapshot& snapshot,
+                                        size_t position) {
+  const uint64_t version = snapshot.summary(position).version;
+  if (const EvaluationRef* found = table.Find(position, version)) {
+    ++table_hits_;
+    return *found;
+  }
+  return table.Store(position, version, EvaluateShared(*snapshot.nodes()[position], 0));
+}
+
 size_t PodEvaluator::RefreshTable(ShapeTable& table, const ClusterSnapshot& snapshot,
                                   const std::vector<size_t>* positions,
                                   const std::vector<std::string>& groups) {
@@ -395,11 +405,9 @@ size_t PodEvaluator::RefreshTable(ShapeTable& table, const ClusterSnapshot& snap
   for (const std::string& group : groups)
     group_hashes.push_back(std::hash<std::string_view>{}(group));
   auto refresh = [&](size_t position) {
+    (void)TableAnswer(table, snapshot, position);
     const NodeSummary& summary = snapshot.summary(position);
     const NodeState& node = *snapshot.nodes()[position];
-    if (table.Find(position, summary.version) == nullptr) {
-      table.Store(position, summary.version, EvaluateShared(node, 0));
-    }
     if (!node.has_topology()) return;
     for (size_t g = 0; g < groups.size(); ++g) {
       if (!summary.groups.MayContain(group_hashes[g])) continue;
@@ -447,11 +455,7 @@ CycleEvaluations PodEvaluator::EvaluateAt(const ClusterSnapshot& snapshot,
       const NodeState& node = *snapshot.nodes()[position];
       if (const GpuMask group = GroupGpusOf(node); group != 0) return evaluate_and_own(node, group);
     }
-    if (const EvaluationRef* found = table->Find(position, summary.version)) {
-      ++table_hits_;
-      return *found;
-    }
-    return table->Store(position, summary.version, EvaluateShared(*snapshot.nodes()[position], 0));
+    return TableAnswer(*table, snapshot, position);
   };
   const size_t node_count = snapshot.node_count();
   if (positions.size() >= node_count / kSweepShare && node_count <= UINT32_MAX) {

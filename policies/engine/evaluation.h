@@ -134,6 +134,9 @@ class PodEvaluator {
   GpuMask GroupGpusOf(const NodeState& node) const;
   // Evaluate()'s answer, through the node memo and this cycle's memo, without keeping it.
   std::shared_ptr<const NodeEvaluation> EvaluateShared(const NodeState& node, GpuMask group);
+  // The answer `table` keeps for the node at `position` (no GPU of the group), evaluated and
+  // stored when the slot is not for the node's current version. The caller holds table.mutex.
+  EvaluationRef TableAnswer(ShapeTable& table, const ClusterSnapshot& snapshot, size_t position);
 
   const PodRequirements& pod_;
   std::shared_ptr<const Preset> shared_preset_;  // may be null
