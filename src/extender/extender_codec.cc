@@ -347,12 +347,9 @@ std::string WriteFilterResult(const ExtenderArgs& args,
     // Consecutive NodeNames entries that passed and sit in the request text as `"a","b"` (raw
     // tokens three bytes apart, nothing to escape) are copied as one block of that text: it is
     // exactly what writing each name would give, at one copy per run instead of per name.
-    const auto text_begin = reinterpret_cast<uintptr_t>(args.text.data());
-    const auto text_end = text_begin + args.text.size();
     auto address = [](std::string_view name) { return reinterpret_cast<uintptr_t>(name.data()); };
     auto raw_token = [&](std::string_view name) {
-      return address(name) > text_begin && address(name) + name.size() < text_end &&
-             !NeedsJsonEscaping(name);
+      return args.IsRawToken(name) && !NeedsJsonEscaping(name);
     };
     const std::vector<std::string_view>& names = args.node_names;
     bool first = true;

@@ -13,6 +13,7 @@
 #define GPUTOPO_SRC_EXTENDER_EXTENDER_CODEC_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -33,9 +34,16 @@ struct ExtenderArgs {
   bool nodes_mode = false;
   std::vector<std::string_view> node_names;
   std::vector<std::string_view> node_objects;  // raw JSON of each Node, when nodes_mode
-  // The JSON text that was parsed. A node name that lies inside it is the string's raw token
-  // (names with escapes are unescaped elsewhere); NodeNames entries are in array order.
+  // The JSON text that was parsed. NodeNames entries are in array order.
   std::string_view text;
+
+  // Whether `name` is a view of `text`, that is a string's raw token, with its quotes right
+  // before and after it (names with escapes are unescaped elsewhere and are not).
+  bool IsRawToken(std::string_view name) const {
+    const auto at = reinterpret_cast<uintptr_t>(name.data());
+    const auto begin = reinterpret_cast<uintptr_t>(text.data());
+    return at > begin && at + name.size() < begin + text.size();
+  }
 };
 
 struct BindingArgs {

@@ -93,7 +93,7 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(Verb verb,
         memo->pod = memo_key;
         memo->shape = std::move(shape);
         memo->generation = snapshot.generation();
-        memo->SetNames(args.node_names, args.text);
+        memo->SetNames(args);
         memo->positions = std::move(positions);
         memo->per_node = std::move(evaluations.per_node);
         memo->owners = record->owners;

@@ -6,7 +6,8 @@
 
 namespace gputopo::service {
 
-void FilterMemo::SetNames(const std::vector<std::string_view>& candidates, std::string_view text) {
+void FilterMemo::SetNames(const extender::ExtenderArgs& args) {
+  const std::vector<std::string_view>& candidates = args.node_names;
   auto address = [](std::string_view s) { return reinterpret_cast<uintptr_t>(s.data()); };
   name_begins.resize(candidates.size());
   name_ends.resize(candidates.size());
@@ -14,16 +15,14 @@ void FilterMemo::SetNames(const std::vector<std::string_view>& candidates, std::
     names.clear();
     return;
   }
-  const uintptr_t text_begin = address(text);
-  const uintptr_t text_end = text_begin + text.size();
   const uintptr_t first = address(candidates.front());
-  bool in_text = first >= text_begin;
+  bool in_text = true;
   uintptr_t at = first;  // where the previous candidate ends
   size_t bytes = 0;
   for (size_t i = 0; in_text && i < candidates.size(); ++i) {
     const uintptr_t begin = address(candidates[i]);
     const uintptr_t end = begin + candidates[i].size();
-    in_text = begin >= at && end <= text_end && end - first <= UINT32_MAX;
+    in_text = args.IsRawToken(candidates[i]) && begin >= at && end - first <= UINT32_MAX;
     name_begins[i] = static_cast<uint32_t>(begin - first);
     name_ends[i] = static_cast<uint32_t>(end - first);
     at = end;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "policies/engine/evaluation.h"
+#include "src/extender/extender_codec.h"
 
 namespace gputopo::service {
 
@@ -37,10 +38,10 @@ struct FilterMemo {
   std::vector<policies::EvaluationRef> per_node;
   std::vector<std::shared_ptr<const void>> owners;  // keep per_node's evaluations alive
 
-  // Keeps `candidates`. When they lie in order inside `text` (the parsed request, of which
-  // they are raw tokens), the stretch of text holding them is copied at once rather than
-  // name by name (5000 small copies took ~40 us of a filter's time).
-  void SetNames(const std::vector<std::string_view>& candidates, std::string_view text);
+  // Keeps the names of `args`. When they are raw tokens of its text, in order, the stretch of
+  // text holding them is copied at once rather than name by name (5000 small copies took
+  // ~40 us of a filter's time).
+  void SetNames(const extender::ExtenderArgs& args);
   std::string_view NameAt(size_t i) const {
     return std::string_view(names).substr(name_begins[i], name_ends[i] - name_begins[i]);
   }

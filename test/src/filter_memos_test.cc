@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace gputopo::service {
@@ -15,6 +16,13 @@ std::vector<std::string> NamesOf(const FilterMemo& memo) {
   std::vector<std::string> out;
   for (size_t i = 0; i < memo.name_ends.size(); ++i) out.emplace_back(memo.NameAt(i));
   return out;
+}
+
+extender::ExtenderArgs Args(std::vector<std::string_view> names, std::string_view text) {
+  extender::ExtenderArgs args;
+  args.node_names = std::move(names);
+  args.text = text;
+  return args;
 }
 
 // Views of each "..." token of `text` (no escapes in it).
@@ -34,7 +42,7 @@ TEST(FilterMemoTest, KeepsNamesFromTheRequestTextInOneStretch) {
   const std::vector<std::string_view> names(tokens.begin() + 1, tokens.end());  // not the key
   ASSERT_EQ(names.size(), 5u);
   FilterMemo memo;
-  memo.SetNames(names, text);
+  memo.SetNames(Args(names, text));
   EXPECT_EQ(NamesOf(memo), (std::vector<std::string>{"n1", "n22", "n3", "", "n5"}));
   EXPECT_EQ(memo.names, R"(n1","n22", "n3" ,"","n5)");  // the stretch, separators and all
 }
@@ -45,18 +53,18 @@ TEST(FilterMemoTest, CopiesNameByNameWhenTheNamesAreNotAllTokensOfTheText) {
   const std::string unescaped = "b";  // as if "b" had been unescaped elsewhere
   names[1] = unescaped;
   FilterMemo memo;
-  memo.SetNames(names, text);
+  memo.SetNames(Args(names, text));
   EXPECT_EQ(NamesOf(memo), (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_EQ(memo.names, "abc");
 
   const std::vector<std::string_view> in_order = TokensOf(text);
-  memo.SetNames({in_order[2], in_order[0]}, text);  // out of text order
+  memo.SetNames(Args({in_order[2], in_order[0]}, text));  // out of text order
   EXPECT_EQ(NamesOf(memo), (std::vector<std::string>{"c", "a"}));
   EXPECT_EQ(memo.names, "ca");
 
-  memo.SetNames(in_order, {});  // no text
+  memo.SetNames(Args(in_order, {}));  // no text
   EXPECT_EQ(memo.names, "abc");
-  memo.SetNames({}, text);
+  memo.SetNames(Args({}, text));
   EXPECT_TRUE(NamesOf(memo).empty());
 }
 
@@ -65,7 +73,7 @@ TEST(FilterMemoTest, CopiesNameByNameWhenTheNamesAreFarApartInTheText) {
   const std::string filler(4096, ' ');
   const std::string text = "[\"x\"," + filler + "\"y\"]";
   FilterMemo memo;
-  memo.SetNames(TokensOf(text), text);
+  memo.SetNames(Args(TokensOf(text), text));
   EXPECT_EQ(NamesOf(memo), (std::vector<std::string>{"x", "y"}));
   EXPECT_EQ(memo.names, "xy");
 }
@@ -73,7 +81,7 @@ TEST(FilterMemoTest, CopiesNameByNameWhenTheNamesAreFarApartInTheText) {
 TEST(FilterMemoTest, MatchesASubsequenceInOrderOnly) {
   const std::string text = R"(["c","a","b"])";
   FilterMemo memo;
-  memo.SetNames(TokensOf(text), text);
+  memo.SetNames(Args(TokensOf(text), text));
   memo.positions = {2, 0, 1};
   for (size_t i = 0; i < 3; ++i) {
     policies::EvaluationRef ref;
