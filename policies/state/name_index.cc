@@ -43,12 +43,15 @@ void FlatNameIndex::FindAll(const std::vector<std::string_view>& names,
   }
   // Fetch the slot of the name kAhead places on while looking up this one, so that about
   // kAhead trips to memory are always under way. hashes is a ring of the hashes in flight.
+  // The slot after the home slot is fetched too: at 5/8 load about 3 names in 10 are not in
+  // their home slot (BM_FindNodeNames, evicted caches: ~130 -> ~115 us, alternating runs).
   constexpr size_t kAhead = 16;
   uint64_t hashes[kAhead];
   const size_t n = names.size();
   for (size_t i = 0; i < std::min(kAhead, n); ++i) {
     hashes[i] = Hash(names[i]);
     __builtin_prefetch(&slots_[hashes[i] & mask_]);
+    __builtin_prefetch(&slots_[(hashes[i] + 1) & mask_]);
   }
   for (size_t i = 0; i < n; ++i) {
     const uint64_t hash = hashes[i % kAhead];
@@ -56,6 +59,7 @@ void FlatNameIndex::FindAll(const std::vector<std::string_view>& names,
       const uint64_t next = Hash(names[i + kAhead]);
       hashes[i % kAhead] = next;
       __builtin_prefetch(&slots_[next & mask_]);
+      __builtin_prefetch(&slots_[(next + 1) & mask_]);
     }
     out[i] = FindHashed(names[i], hash);
   }

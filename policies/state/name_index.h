@@ -2,10 +2,10 @@
 //
 // kube-scheduler sends up to every node name in every request, so this lookup runs thousands of
 // times per request, and on a server the table is rarely still in the CPU caches: each read
-// is a trip to memory. So a lookup reads one cache line: an open-addressing table of 64-byte
-// slots (at most 5/8 full) holding the hash tag, the position and the name itself when it has
-// up to kInlineName bytes (cloud providers' node names do); longer names are compared in an
-// arena. It never touches a NodeState.
+// is a trip to memory. So a lookup mostly reads one cache line (FindAll fetches the next one
+// too): an open-addressing table of 64-byte slots (at most 5/8 full) holding the hash tag, the
+// position and the name itself when it has up to kInlineName bytes (cloud providers' node names
+// do); longer names are compared in an arena. It never touches a NodeState.
 //
 // Thread safety: immutable after construction.
 #ifndef GPUTOPO_POLICIES_STATE_NAME_INDEX_H_
