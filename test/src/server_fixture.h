@@ -109,6 +109,9 @@ class ServerTest : public ::testing::Test {
     EXPECT_TRUE(res) << path;
     if (!res) return json();
     EXPECT_EQ(res->status, want_status) << path << ": " << res->body;
+    if (want_status == 200) {
+      EXPECT_EQ(res->get_header_value("Content-Type"), "application/json") << path;
+    }
     return json::parse(res->body, nullptr, false);
   }
   // POST /bind of BindingArgs(ns, name, node); the ExtenderBindingResult.
