@@ -159,7 +159,7 @@ void BM_FilterWarmEvicted(benchmark::State& state) {
 void BM_PrioritizeWarmEvicted(benchmark::State& state) {
   RunEvicted(state, [](const service::ExtenderService& service, const auto& args) {
     auto reply = service.Prioritize(args);
-    benchmark::DoNotOptimize(extender::WritePriorityList(reply.scores));
+    benchmark::DoNotOptimize(extender::WritePriorityList(args, reply.scores));
     service.Commit(reply.record);
   });
 }
@@ -214,7 +214,9 @@ void BM_WriteFilterResult(benchmark::State& state) {
 
 void BM_WritePriorityList(benchmark::State& state) {
   RunWriter(state, [](const extender::ExtenderArgs& args, const service::ExtenderService& service) {
-    return [reply = service.Prioritize(args)] { return extender::WritePriorityList(reply.scores); };
+    return [&args, reply = service.Prioritize(args)] {
+      return extender::WritePriorityList(args, reply.scores);
+    };
   });
 }
 

@@ -399,6 +399,11 @@ std::string WriteFilterError(std::string_view error) {
 }
 
 std::string WritePriorityList(const std::vector<std::pair<std::string_view, int>>& scores) {
+  return WritePriorityList(ExtenderArgs{}, scores);
+}
+
+std::string WritePriorityList(const ExtenderArgs& args,
+                              const std::vector<std::pair<std::string_view, int>>& scores) {
   size_t estimate = 2;
   for (const auto& score : scores) estimate += score.first.size() + 32;
   ReplyBuffer out(estimate);
@@ -407,7 +412,13 @@ std::string WritePriorityList(const std::vector<std::pair<std::string_view, int>
     constexpr std::string_view kHost = ",{\"Host\":";
     out.Reserve(kHost.size());
     out.Raw(i > 0 ? kHost : kHost.substr(1));
-    out.String(scores[i].first);
+    const std::string_view host = scores[i].first;
+    if (args.IsRawToken(host)) {  // no escapes, and its quotes right around it
+      out.Reserve(host.size() + 2);
+      out.Raw(std::string_view(host.data() - 1, host.size() + 2));
+    } else {
+      out.String(host);
+    }
     out.Reserve(24);
     out.Raw(",\"Score\":");
     out.Int(scores[i].second);

@@ -89,7 +89,11 @@ struct FilterOutcome {
 std::string WriteFilterResult(const ExtenderArgs& args, const std::vector<FilterOutcome>& outcomes);
 // ExtenderFilterResult carrying only an error (the pod fails on every node with this message).
 std::string WriteFilterError(std::string_view error);
-// HostPriorityList.
+// HostPriorityList. Hosts that are raw tokens of `args`' request text (ExtenderArgs::IsRawToken)
+// are copied from it with their quotes, the others written as JSON strings.
+std::string WritePriorityList(const ExtenderArgs& args,
+                              const std::vector<std::pair<std::string_view, int>>& scores);
+// The same without a request text: every host written as a JSON string.
 std::string WritePriorityList(const std::vector<std::pair<std::string_view, int>>& scores);
 // ExtenderBindingResult.
 std::string WriteBindingResult(std::string_view error);

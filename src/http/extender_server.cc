@@ -152,7 +152,7 @@ void ExtenderServer::Impl::HandlePrioritize(const httplib::Request& req, httplib
       best = host;
     }
   }
-  SetJson(res, extender::WritePriorityList(reply.scores));
+  SetJson(res, extender::WritePriorityList(**args, reply.scores));
   Record(Verb::kPrioritize, RequestResult::kOk, start);
   const long long took = MicrosSince(clock, start);
   SetServerTiming(res, took);

@@ -664,6 +664,34 @@ TEST(WriteFilterResultTest, ManyNodesWithEscapesRoundTrip) {
   EXPECT_EQ(reply["FailedAndUnresolvableNodes"], unresolvable);
 }
 
+// Hosts that sit in the request as raw tokens are copied from it with their quotes; the reply
+// must be byte for byte what writing each host as a JSON string gives, for names with escapes
+// (unescaped elsewhere), whitespace around tokens, empty names and hosts from anywhere else.
+TEST(WritePriorityListTest, HostsCopiedFromTheRequestAreWrittenExactly) {
+  const std::string names_json = R"(["n0", "n1" ,"es\"c","t\u0041b","","n5"])";
+  ExtenderRequestParser parser(kMaxBytes);
+  Result<const ExtenderArgs*> parsed =
+      parser.ParseArgs(R"({"Pod":)" + kPod + R"(,"NodeNames":)" + names_json + "}");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  const ExtenderArgs& args = **parsed;
+  ASSERT_EQ(args.node_names.size(), 6u);
+  const std::string elsewhere = "q\"uoted";
+  std::vector<std::pair<std::string_view, int>> scores;
+  for (size_t i = 0; i < args.node_names.size(); ++i) {
+    scores.emplace_back(args.node_names[i], static_cast<int>(i));
+  }
+  scores.emplace_back(elsewhere, 10);
+  const std::string reply = WritePriorityList(args, scores);
+  EXPECT_EQ(reply, WritePriorityList(scores));
+  const json parsed_reply = Parse(reply);
+  ASSERT_EQ(parsed_reply.size(), 7u);
+  EXPECT_EQ(parsed_reply[1], json({{"Host", "n1"}, {"Score", 1}}));
+  EXPECT_EQ(parsed_reply[2]["Host"], "es\"c");
+  EXPECT_EQ(parsed_reply[3]["Host"], "tAb");
+  EXPECT_EQ(parsed_reply[4]["Host"], "");
+  EXPECT_EQ(parsed_reply[6], json({{"Host", "q\"uoted"}, {"Score", 10}}));
+}
+
 TEST(WritePriorityListTest, Empty) { EXPECT_EQ(Parse(WritePriorityList({})), json::array()); }
 
 TEST(WriteBindingResultTest, EmptyAndWithError) {
