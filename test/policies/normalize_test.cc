@@ -1,0 +1,37 @@
+#include "policies/engine/normalize.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <optional>
+#include <vector>
+
+namespace gputopo::policies {
+namespace {
+
+std::vector<int> None(const std::vector<std::optional<double>>& weighted) {
+  return NormalizeScores(weighted, ScoreNormalization::kNone);
+}
+
+TEST(NormalizeScoresTest, NoneRoundsHalvesAwayFromZeroWithinZeroToTen) {
+  EXPECT_EQ(None({0.0, 0.49999999999999994, 0.5, 2.5, 3.49, 9.4999, 9.5, 10.0}),
+            (std::vector<int>{0, 0, 1, 3, 3, 9, 10, 10}));
+}
+
+TEST(NormalizeScoresTest, NoneClampsToZeroToTenAndLeavesNodesThatDoNotFitAtZero) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(None({-0.4, -0.5, -7.0, 10.5, 1e6, nan, std::nullopt}),
+            (std::vector<int>{0, 0, 0, 10, 10, 0, 0}));
+}
+
+TEST(NormalizeScoresTest, MinMaxStretchesTheCandidatesOverZeroToTen) {
+  EXPECT_EQ(NormalizeScores({2.0, std::nullopt, 4.0, 3.0, 2.1}, ScoreNormalization::kMinMax),
+            (std::vector<int>{0, 0, 10, 5, 1}));
+  // All equal: every node that fits gets 10.
+  EXPECT_EQ(NormalizeScores({7.0, 7.0, std::nullopt}, ScoreNormalization::kMinMax),
+            (std::vector<int>{10, 10, 0}));
+  EXPECT_TRUE(NormalizeScores({}, ScoreNormalization::kMinMax).empty());
+}
+
+}  // namespace
+}  // namespace gputopo::policies
