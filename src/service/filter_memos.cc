@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "policies/engine/evaluation_cache.h"
+#include "policies/state/name_index.h"
 
 namespace gputopo::service {
 
@@ -48,7 +49,7 @@ bool FilterMemo::Match(const std::vector<std::string_view>& candidates,
   per_node_out.resize(candidates.size());
   size_t j = 0;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    while (j < name_ends.size() && NameAt(j) != candidates[i]) ++j;
+    while (j < name_ends.size() && !policies::SameName(NameAt(j), candidates[i])) ++j;
     if (j == name_ends.size()) return false;
     positions_out[i] = positions[j];
     per_node_out[i] = per_node[j];

@@ -43,6 +43,24 @@ TEST(GroupFilterTest, RarelySaysMaybeForAGroupItDoesNotHold) {
   EXPECT_LT(maybe, kNodes * kProbes * 2 / 1000);
 }
 
+// Every length the word-wise comparison treats apart (under 8, whole words, a partial last word,
+// 64 and beyond), and a difference at every byte of it.
+TEST(SameNameTest, EqualExactlyWhenEveryByteIsEqual) {
+  for (size_t size : {0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 100}) {
+    std::string a(size, 'x');
+    for (size_t i = 0; i < size; ++i) a[i] = static_cast<char>('a' + i % 26);
+    const std::string b = a;  // another buffer
+    EXPECT_TRUE(SameName(a, b)) << size;
+    EXPECT_FALSE(SameName(a, a + "z")) << size;
+    EXPECT_FALSE(SameName(a + "z", a)) << size;
+    for (size_t i = 0; i < size; ++i) {
+      std::string c = a;
+      c[i] = static_cast<char>(c[i] ^ 0x20);
+      ASSERT_FALSE(SameName(a, c)) << size << " " << i;
+    }
+  }
+}
+
 TEST(FlatNameIndexTest, FindsEveryNameAndNothingElseOneByOneAndInBulk) {
   std::vector<std::string> names;
   for (int i = 0; i < 1000; ++i) names.push_back("gpu-node-" + std::to_string(i));
