@@ -182,8 +182,8 @@ process as the load generator, over loopback HTTP. *Server* is the handler's own
 seen (every node evaluated); *steady*: filter, prioritize and bind one pending pod after another,
 as kube-scheduler does, after one unmeasured filter per pod shape (the first pod of a shape is
 the cold case); *filter+prioritize per cycle* adds the two times of each pod's cycle, which is
-what kube-scheduler waits for per pod. Every request lists all nodes, shuffled. Full `Nodes` bodies use the captured
-Node object (2.2 KiB) as template.
+what kube-scheduler waits for per pod. Every request lists all nodes, shuffled. Full `Nodes`
+bodies use the captured Node object (2.2 KiB) as template.
 
 {latency}
 
