@@ -345,12 +345,9 @@ std::string WriteFilterResult(const ExtenderArgs& args,
     // NodeNames in both modes: a scheduler with a node cache reads these, one without reads
     // Nodes, so the reply is right whichever way the extender is registered.
     // Consecutive NodeNames entries that passed and sit in the request text as `"a","b"` (raw
-    // tokens three bytes apart, nothing to escape) are copied as one block of that text: it is
-    // exactly what writing each name would give, at one copy per run instead of per name.
+    // tokens three bytes apart, ExtenderArgs::IsRawToken) are copied as one block of that text:
+    // it is exactly what writing each name would give, at one copy per run instead of per name.
     auto address = [](std::string_view name) { return reinterpret_cast<uintptr_t>(name.data()); };
-    auto raw_token = [&](std::string_view name) {
-      return args.IsRawToken(name) && !NeedsJsonEscaping(name);
-    };
     const std::vector<std::string_view>& names = args.node_names;
     bool first = true;
     for (size_t i = 0; i < outcomes.size(); ++i) {
@@ -360,14 +357,14 @@ std::string WriteFilterResult(const ExtenderArgs& args,
         out.Char(',');
       }
       first = false;
-      if (args.nodes_mode || !raw_token(names[i])) {
+      if (args.nodes_mode || !args.IsRawToken(names[i])) {
         out.String(names[i]);
         continue;
       }
       size_t last = i;
       while (last + 1 < outcomes.size() && outcomes[last + 1].passed &&
              address(names[last + 1]) == address(names[last]) + names[last].size() + 3 &&
-             raw_token(names[last + 1])) {
+             args.IsRawToken(names[last + 1])) {
         ++last;
       }
       const char* begin = names[i].data() - 1;  // the opening quote
@@ -413,7 +410,7 @@ std::string WritePriorityList(const ExtenderArgs& args,
     out.Reserve(kHost.size());
     out.Raw(i > 0 ? kHost : kHost.substr(1));
     const std::string_view host = scores[i].first;
-    if (args.IsRawToken(host)) {  // no escapes, and its quotes right around it
+    if (args.IsRawToken(host)) {  // nothing to escape, and its quotes right around it
       out.Reserve(host.size() + 2);
       out.Raw(std::string_view(host.data() - 1, host.size() + 2));
     } else {

@@ -38,7 +38,9 @@ struct ExtenderArgs {
   std::string_view text;
 
   // Whether `name` is a view of `text`, that is a string's raw token, with its quotes right
-  // before and after it (names with escapes are unescaped elsewhere and are not).
+  // before and after it and nothing in it to escape: the parser returns only tokens without a
+  // backslash as views (names with escapes are unescaped elsewhere), and rejects a request
+  // with a raw control character in a string. Such a name can be copied into a reply as is.
   bool IsRawToken(std::string_view name) const {
     const auto at = reinterpret_cast<uintptr_t>(name.data());
     const auto begin = reinterpret_cast<uintptr_t>(text.data());

@@ -22,6 +22,7 @@ void SetJson(httplib::Response& res, std::string&& body) {
   res.body = std::move(body);
   res.set_header("Content-Type", kJson);
 }
+
 // Parsers that handled bodies above this are not pooled (their buffers are freed).
 constexpr size_t kPooledParserBytes = 8u << 20;
 // Cycle records waiting for the recorder's thread before handlers commit their own.

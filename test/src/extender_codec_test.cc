@@ -59,6 +59,17 @@ TEST(ExtenderRequestParserTest, NodeNamesForm) {
   EXPECT_EQ(args.pod.gpu_request, 2);
 }
 
+// The reply writers copy names that are raw tokens of the request as they stand: that is only
+// right because a raw control character in any string makes the whole request malformed.
+TEST(ExtenderRequestParserTest, RawControlCharacterInANameIsMalformed) {
+  for (const std::string& name : {std::string("a\tb"), std::string("c\x01"), std::string("\x1f")}) {
+    ExtenderRequestParser parser(kMaxBytes);
+    Result<const ExtenderArgs*> args =
+        parser.ParseArgs(R"({"Pod":)" + kPod + R"(,"NodeNames":["ok",")" + name + R"("]})");
+    EXPECT_FALSE(args.ok()) << name;
+  }
+}
+
 TEST(ExtenderRequestParserTest, NodeNamesWithoutNodesKey) {
   ExtenderRequestParser parser(kMaxBytes);
   Result<const ExtenderArgs*> got = parser.ParseArgs(R"({"NodeNames":["a"],"Pod":)" + kPod + "}");
