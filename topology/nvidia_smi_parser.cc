@@ -59,6 +59,8 @@ struct Header {
   std::vector<Column> columns;
   std::vector<std::string> gpu_names;  // column name of each GPU index
   std::map<int, int> gpu_by_number;    // N of a "GPU<N>" column -> GPU index
+  // Index of the first attribute column (CPU Affinity, ...); columns.size() when none.
+  size_t attributes_begin = 0;
   bool has_cpu_affinity = false;
   bool has_numa_affinity = false;
 };
@@ -114,22 +116,95 @@ size_t WordsSpelling(const std::vector<std::string_view>& words, size_t i, std::
   return 0;
 }
 
-// Header column names. TAB-separated: one column per non-empty field. Space-aligned: one per
-// word, with the known multi-word names ("CPU Affinity", ...) re-joined.
-std::vector<std::string> HeaderTokens(std::string_view line) {
+// A column name that ran into the attribute name after it: "NIC3CPU Affinity" is `prefix`
+// "NIC3" and `name` "CPU Affinity".
+struct RunTogether {
+  std::string prefix;
+  std::string name;
+};
+
+struct HeaderTokens {
   std::vector<std::string> tokens;
+  std::vector<RunTogether> run_together;
+};
+
+// Peels attribute names off the end of a TAB field: "NIC3CPU Affinity" and "NIC3 CPU Affinity"
+// are "NIC3" then "CPU Affinity". Appends the pieces to `out` in order.
+void SplitTabField(std::string field, HeaderTokens& out) {
+  std::vector<std::string> pieces;  // last piece first
+  for (bool found = true; found;) {
+    found = false;
+    for (std::string_view name : kAttributeColumns) {
+      const std::string_view text = field;
+      if (text.size() <= name.size() || !text.ends_with(name)) continue;
+      std::string prefix(Trim(text.substr(0, text.size() - name.size())));
+      if (prefix.empty()) continue;
+      pieces.emplace_back(name);
+      field = std::move(prefix);
+      found = true;
+      break;
+    }
+  }
+  pieces.push_back(std::move(field));
+  std::reverse(pieces.begin(), pieces.end());
+  for (size_t i = 1; i < pieces.size(); ++i) {
+    out.run_together.push_back({pieces[i - 1], pieces[i]});
+  }
+  out.tokens.insert(out.tokens.end(), std::make_move_iterator(pieces.begin()),
+                    std::make_move_iterator(pieces.end()));
+}
+
+// Splits a word that ends with the first word of an attribute name followed by the rest of that
+// name: "NIC3CPU" "Affinity" becomes "NIC3" "CPU" "Affinity". Works from the end so that
+// "NIC3CPU" "AffinityNUMA" "Affinity" splits twice; linear in the number of words.
+std::vector<std::string_view> SplitRunTogetherWords(const std::vector<std::string_view>& words,
+                                                    std::vector<RunTogether>& run_together) {
+  std::vector<std::string_view> reversed;  // the result, last word first
+  for (size_t i = words.size(); i-- > 0;) {
+    std::string_view word = words[i];
+    for (std::string_view name : kAttributeColumns) {
+      const std::string_view first = name.substr(0, name.find(' '));
+      if (word.size() <= first.size() || !word.ends_with(first)) continue;
+      // The rest of the name, word by word, against the words after this one.
+      std::string_view rest = name.substr(first.size());
+      size_t next = reversed.size();
+      bool rest_follows = true;
+      while (rest_follows && !rest.empty()) {
+        rest.remove_prefix(1);  // the space
+        const std::string_view part = rest.substr(0, rest.find(' '));
+        rest.remove_prefix(part.size());
+        rest_follows = next > 0 && reversed[--next] == part;
+      }
+      if (!rest_follows) continue;
+      word.remove_suffix(first.size());
+      run_together.push_back({std::string(word), std::string(name)});
+      reversed.push_back(first);
+      break;
+    }
+    reversed.push_back(word);
+  }
+  return {reversed.rbegin(), reversed.rend()};
+}
+
+// Header column names. TAB-separated: one column per non-empty field. Space-aligned: one per
+// word, with the known multi-word names ("CPU Affinity", ...) re-joined. In both, a name run into
+// an attribute name ("NIC3CPU Affinity") is split off and recorded.
+HeaderTokens ReadHeaderTokens(std::string_view line) {
+  HeaderTokens out;
   if (line.find('\t') != std::string_view::npos) {
     size_t start = 0;
     while (start <= line.size()) {
       size_t tab = line.find('\t', start);
       if (tab == std::string_view::npos) tab = line.size();
       const std::vector<std::string_view> words = SplitWhitespace(line.substr(start, tab - start));
-      if (!words.empty()) tokens.push_back(JoinWords(words, 0, words.size()));
+      if (!words.empty()) SplitTabField(JoinWords(words, 0, words.size()), out);
       start = tab + 1;
     }
-    return tokens;
+    return out;
   }
-  const std::vector<std::string_view> words = SplitWhitespace(line);
+  const std::vector<std::string_view> words =
+      SplitRunTogetherWords(SplitWhitespace(line), out.run_together);
+  std::reverse(out.run_together.begin(), out.run_together.end());  // found last first
   for (size_t i = 0; i < words.size();) {
     size_t count = 1;
     for (std::string_view name : kAttributeColumns) {
@@ -138,10 +213,10 @@ std::vector<std::string> HeaderTokens(std::string_view line) {
         break;
       }
     }
-    tokens.push_back(JoinWords(words, i, i + count));
+    out.tokens.push_back(JoinWords(words, i, i + count));
     i += count;
   }
-  return tokens;
+  return out;
 }
 
 // A non-negative decimal integer that fits an int, with nothing else around it.
@@ -153,13 +228,22 @@ std::optional<int> ParseNonNegative(std::string_view text) {
   return value;
 }
 
-// N of "GPU<N>".
+constexpr std::string_view kGpuPrefix = "GPU";
+
+// "GPU" followed by decimal digits only, whatever their value.
+bool IsGpuLabel(std::string_view token) {
+  if (token.size() <= kGpuPrefix.size() || !token.starts_with(kGpuPrefix)) return false;
+  return std::all_of(token.begin() + kGpuPrefix.size(), token.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// N of "GPU<N>" when it is a possible GPU number, 0..kMaxGpusPerNode-1; nullopt for other
+// tokens and for labels past that range (GPU64, GPU4294967296).
 std::optional<int> GpuNumber(std::string_view token) {
-  constexpr std::string_view kPrefix = "GPU";
-  if (token.size() <= kPrefix.size() || token.substr(0, kPrefix.size()) != kPrefix) {
-    return std::nullopt;
-  }
-  return ParseNonNegative(token.substr(kPrefix.size()));
+  if (!IsGpuLabel(token)) return std::nullopt;
+  const std::optional<int> number = ParseNonNegative(token.substr(kGpuPrefix.size()));
+  if (!number.has_value() || *number >= kMaxGpusPerNode) return std::nullopt;
+  return number;
 }
 
 bool IsPrintable(char c) {
@@ -198,18 +282,24 @@ bool IsAttributeColumn(std::string_view name) {
 
 std::string LinePrefix(int line_number) { return "line " + std::to_string(line_number) + ": "; }
 
-// The header is the line whose first column is a GPU and which holds no cell values.
+// The header is the line whose first column is a GPU label and which holds no cell values.
 bool IsHeader(const std::vector<std::string>& tokens) {
-  if (tokens.empty() || !GpuNumber(tokens.front())) return false;
+  if (tokens.empty() || !IsGpuLabel(tokens.front())) return false;
   return std::none_of(tokens.begin(), tokens.end(), [](const std::string& token) {
     return token == "X" || ParseLink(token).has_value();
   });
 }
 
-Result<Header> BuildHeader(std::string_view line, const std::vector<std::string>& tokens,
+Result<Header> BuildHeader(std::string_view line, const HeaderTokens& header_tokens,
                            Diagnostics& diagnostics) {
   Header header;
   header.line = Trim(line);
+  for (const RunTogether& run : header_tokens.run_together) {
+    diagnostics.Add("header: " + Quote(run.prefix) + " runs into '" + run.name +
+                    "'; read as two columns");
+  }
+  const std::vector<std::string>& tokens = header_tokens.tokens;
+  header.attributes_begin = tokens.size();
   std::vector<int> numbers;  // of the GPU columns, in column order
   bool attributes_started = false;
   for (const std::string& token : tokens) {
@@ -217,6 +307,7 @@ Result<Header> BuildHeader(std::string_view line, const std::vector<std::string>
     const std::optional<int> number = GpuNumber(token);
     if (IsAttributeColumn(token)) {
       // Attributes follow the GPU and NIC columns. A repeated one is ignored.
+      if (!attributes_started) header.attributes_begin = header.columns.size();
       attributes_started = true;
       if (token == kCpuAffinityName && !header.has_cpu_affinity) {
         header.has_cpu_affinity = true;
@@ -227,12 +318,18 @@ Result<Header> BuildHeader(std::string_view line, const std::vector<std::string>
       }
     } else if (attributes_started) {
       // An attribute this parser does not know; ignored.
-    } else if (number.has_value()) {
-      if (std::find(numbers.begin(), numbers.end(), *number) != numbers.end()) {
+    } else if (IsGpuLabel(token)) {
+      if (number.has_value() &&
+          std::find(numbers.begin(), numbers.end(), *number) != numbers.end()) {
         diagnostics.Add("header: column " + token + " repeated; the second one is ignored");
       } else if (numbers.size() == static_cast<size_t>(kMaxGpusPerNode)) {
         return InvalidArgument("nvidia-smi header has more than " +
                                std::to_string(kMaxGpusPerNode) + " GPU columns");
+      } else if (!number.has_value()) {
+        // Dropping the column would shrink the GPU count; a wrong count is worse than none.
+        return InvalidArgument("nvidia-smi header column " + Quote(token) +
+                               " is not a GPU number: GPUs are numbered 0.." +
+                               std::to_string(kMaxGpusPerNode - 1));
       } else {
         column.role = ColumnRole::kGpu;
         numbers.push_back(*number);
@@ -283,17 +380,38 @@ GpuRow ReadGpuRow(const Header& header, int gpu, const std::vector<std::string_v
   GpuRow row;
   row.read = true;
   row.links.resize(header.gpu_names.size());
-  if (cells.size() != header.columns.size()) {
-    diagnostics.Add(LinePrefix(line_number) + "row " + row_name + " has " +
-                    std::to_string(cells.size()) + " cells, the header " +
-                    std::to_string(header.columns.size()) +
-                    (cells.size() < header.columns.size() ? "; missing cells are unknown"
-                                                          : "; extra cells are ignored"));
+  // More cells than columns: the header lost a column, typically two NIC names run together
+  // ("NIC8NIC9"). The GPU columns come first and are read from the start of the row; the
+  // attribute columns come last and are read from its end, so they do not shift onto NIC cells.
+  // Fewer cells: a truncated row, read from the start.
+  const size_t columns = header.columns.size();
+  const bool has_attributes = header.attributes_begin < columns;
+  const size_t shift = cells.size() > columns && has_attributes ? cells.size() - columns : 0;
+  if (cells.size() != columns) {
+    std::string line = LinePrefix(line_number) + "row " + row_name + " has " +
+                       std::to_string(cells.size()) + " cells, the header " +
+                       std::to_string(columns);
+    if (cells.size() < columns) {
+      line += "; missing cells are unknown";
+    } else if (shift > 0) {
+      // Only the known names: others may be long or unprintable.
+      std::string names;
+      for (size_t c = header.attributes_begin; c < columns; ++c) {
+        const std::string& name = header.columns[c].name;
+        if (IsAttributeColumn(name)) names += (names.empty() ? "" : ", ") + name;
+      }
+      line += " (names run together in the header?); reading " + names +
+              " from the end of the row; the extra cells are ignored";
+    } else {
+      line += "; extra cells are ignored";
+    }
+    diagnostics.Add(std::move(line));
   }
-  const size_t count = std::min(cells.size(), header.columns.size());
-  for (size_t c = 0; c < count; ++c) {
+  for (size_t c = 0; c < columns; ++c) {
+    const size_t index = c < header.attributes_begin ? c : c + shift;
+    if (index >= cells.size()) break;
     const Column& column = header.columns[c];
-    const std::string_view cell = cells[c];
+    const std::string_view cell = cells[index];
     switch (column.role) {
       case ColumnRole::kGpu: {
         if (column.gpu == gpu) {
@@ -354,8 +472,9 @@ void ResolveLinks(const Header& header, const std::vector<GpuRow>& rows, Machine
 }
 
 // NUMA Affinity when the header has it; else GPUs sharing a CPU affinity share a NUMA node,
-// numbered in order of first appearance.
-void AssignNuma(const Header& header, const std::vector<GpuRow>& rows, MachineTopology& machine) {
+// numbered in order of first appearance, and a diagnostic says so.
+void AssignNuma(const Header& header, const std::vector<GpuRow>& rows, MachineTopology& machine,
+                Diagnostics& diagnostics) {
   std::map<std::string, int, std::less<>> id_of_affinity;
   for (int g = 0; g < machine.gpu_count(); ++g) {
     const GpuRow& row = rows[static_cast<size_t>(g)];
@@ -369,14 +488,38 @@ void AssignNuma(const Header& header, const std::vector<GpuRow>& rows, MachineTo
       gpu.numa_node = id_of_affinity.try_emplace(row.cpu_affinity, next_id).first->second;
     }
   }
+  if (!id_of_affinity.empty()) {
+    diagnostics.Add(
+        "no NUMA Affinity column: NUMA node ids are derived from CPU Affinity (GPUs with the same "
+        "CPU affinity share an id, numbered from 0 in order of first appearance), not read from "
+        "the machine");
+  }
+}
+
+// Whether any pair is NVLinked.
+bool HasNvLink(const MachineTopology& machine) {
+  for (int a = 0; a < machine.gpu_count(); ++a) {
+    for (int b = a + 1; b < machine.gpu_count(); ++b) {
+      if (machine.link(a, b).IsNvLink()) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
 
 Result<NvidiaSmiTopology> ParseNvidiaSmiTopo(std::string_view text) {
+  // A UTF-8 byte order mark, as some editors and Windows tools save text.
+  constexpr std::string_view kUtf8Bom = "\xef\xbb\xbf";
+  if (text.starts_with(kUtf8Bom)) text.remove_prefix(kUtf8Bom.size());
+
   Diagnostics diagnostics;
   std::optional<Header> header;
   std::vector<GpuRow> rows;
+  // `nvidia-smi topo -m` ends its legend with an "NV#" line; `topo -mp` (PCIe paths only) has
+  // none.
+  bool legend_seen = false;
+  bool legend_has_nvlink = false;
   int line_number = 0;
   size_t start = 0;
   while (start < text.size()) {
@@ -386,9 +529,13 @@ Result<NvidiaSmiTopology> ParseNvidiaSmiTopo(std::string_view text) {
     start = newline + 1;
     ++line_number;
 
+    const std::string_view trimmed = Trim(line);
+    if (trimmed == "Legend:") legend_seen = true;
+    if (legend_seen && trimmed.starts_with("NV#")) legend_has_nvlink = true;
+
     if (!header.has_value()) {
-      const std::vector<std::string> tokens = HeaderTokens(line);
-      if (!IsHeader(tokens)) continue;  // text before the matrix
+      const HeaderTokens tokens = ReadHeaderTokens(line);
+      if (!IsHeader(tokens.tokens)) continue;  // text before the matrix
       Result<Header> built = BuildHeader(line, tokens, diagnostics);
       if (!built.ok()) return built.status();
       header = std::move(built).value();
@@ -396,14 +543,20 @@ Result<NvidiaSmiTopology> ParseNvidiaSmiTopo(std::string_view text) {
       for (GpuRow& row : rows) row.links.resize(rows.size());
       continue;
     }
-    if (Trim(line) == header->line) {
+    if (trimmed == header->line) {
       diagnostics.Add(LinePrefix(line_number) + "the header repeats; the rest is ignored");
       break;
     }
     const std::vector<std::string_view> words = SplitWhitespace(line);
     if (words.empty()) continue;
+    if (!IsGpuLabel(words.front())) continue;  // NIC rows, legends, other text
     const std::optional<int> number = GpuNumber(words.front());
-    if (!number.has_value()) continue;  // NIC rows, legends, other text
+    if (!number.has_value()) {
+      diagnostics.Add(LinePrefix(line_number) + "row " + Quote(words.front()) +
+                      " is not a GPU number (0.." + std::to_string(kMaxGpusPerNode - 1) +
+                      "); ignored");
+      continue;
+    }
     const auto it = header->gpu_by_number.find(*number);
     if (it == header->gpu_by_number.end()) {
       diagnostics.Add(LinePrefix(line_number) + "row " + std::string(words.front()) +
@@ -435,7 +588,13 @@ Result<NvidiaSmiTopology> ParseNvidiaSmiTopo(std::string_view text) {
     }
   }
   ResolveLinks(*header, rows, result.machine, diagnostics);
-  AssignNuma(*header, rows, result.machine);
+  AssignNuma(*header, rows, result.machine, diagnostics);
+  if (legend_seen && !legend_has_nvlink && !HasNvLink(result.machine)) {
+    diagnostics.Add(
+        "the legend has no NV# line: this looks like `nvidia-smi topo -mp` output, which shows "
+        "PCIe paths only; NVLinks are not shown, so GPUs may be NVLinked although their links "
+        "read as PCIe (capture `nvidia-smi topo -m` to see them)");
+  }
   result.diagnostics = std::move(diagnostics).Take();
   return result;
 }

@@ -25,6 +25,11 @@ using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
+// What the parser says when it makes NUMA ids up from CPU Affinity.
+constexpr char kDerivedNumaNote[] = "NUMA node ids are derived from CPU Affinity";
+// What it says of a legend without an NV# line.
+constexpr char kPcieOnlyNote[] = "looks like `nvidia-smi topo -mp` output";
+
 std::filesystem::path CaptureDir() { return gputopo::testing::SharedDir() / "topology/nvidia-smi"; }
 
 Result<NvidiaSmiTopology> ParseCapture(const std::string& file) {
@@ -109,7 +114,8 @@ INSTANTIATE_TEST_SUITE_P(
     Captures, CaptureTest,
     ::testing::Values(
         // Hybrid cube mesh: each GPU has NV1/NV2 to four others, SYS to the other three. No
-        // NUMA Affinity column: NUMA ids come from the two CPU affinities.
+        // NUMA Affinity column: NUMA ids come from the two CPU affinities, which one
+        // diagnostic says.
         CaptureCase{"dgx1_like_8xV100_SXM2_hybrid_cube_mesh.txt",
                     8,
                     {0, 0, 0, 0, 1, 1, 1, 1},
@@ -127,17 +133,18 @@ INSTANTIATE_TEST_SUITE_P(
                      {5, 6, "NV2"},
                      {6, 7, "NV2"}},
                     28,
-                    0,
+                    1,
                     "0-11,24-35"},
         // PARTIAL: rows GPU0-3 of 16. Their rows give 0-3 x 0-15; 4-15 among themselves are
-        // unknown: 6 + 4 * 12 = 54 known pairs of 120, one diagnostic per missing row.
+        // unknown: 6 + 4 * 12 = 54 known pairs of 120, one diagnostic per missing row, one for
+        // NUMA ids derived from CPU Affinity.
         CaptureCase{"dgx2_16x_V100_NV6_PARTIAL.txt",
                     16,
                     {0, 0, 0, 0, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
                     Numbered("mlx5_", 10),
                     {{0, 15, "NV6"}, {3, 4, "NV6"}, {4, 5, "UNKNOWN"}, {14, 15, "UNKNOWN"}},
                     54,
-                    12,
+                    13,
                     "0-23,48-71"},
         // Two GPUs of a DGX A100 seen through a Slurm cgroup; NIC rows cut, GPU rows whole.
         CaptureCase{"dgx_a100_2gpu_slurm_subset_NV12_PARTIAL.txt",
@@ -209,6 +216,25 @@ TEST(NvidiaSmiParserTest, EveryCaptureParses) {
     EXPECT_GE(parsed->machine.gpu_count(), 1);
     EXPECT_GE(KnownPairs(parsed->machine), 1);
     EXPECT_TRUE(TopologyShape::Analyze(parsed->machine).ok());
+    // All are `topo -m`, some with legends cut before the NV# line (but NV cells in the matrix).
+    EXPECT_THAT(parsed->diagnostics, ::testing::Not(Contains(HasSubstr(kPcieOnlyNote))));
+  }
+}
+
+TEST(NvidiaSmiParserTest, Utf8ByteOrderMarkIsSkipped) {
+  const std::vector<std::filesystem::path> files = gputopo::testing::FilesIn(CaptureDir(), ".txt");
+  ASSERT_FALSE(files.empty());
+  // Space-aligned and TAB-separated ("\xef\xbb\xbf\tGPU0...") captures alike.
+  for (const std::filesystem::path& file : files) {
+    SCOPED_TRACE(file.filename().string());
+    const std::string text = gputopo::testing::ReadFile(file);
+    Result<NvidiaSmiTopology> plain = ParseNvidiaSmiTopo(text);
+    Result<NvidiaSmiTopology> with_bom = ParseNvidiaSmiTopo("\xef\xbb\xbf" + text);
+    ASSERT_TRUE(plain.ok());
+    ASSERT_TRUE(with_bom.ok()) << with_bom.status().ToString();
+    EXPECT_EQ(with_bom->machine, plain->machine);
+    EXPECT_EQ(with_bom->nics, plain->nics);
+    EXPECT_EQ(with_bom->diagnostics, plain->diagnostics);
   }
 }
 
@@ -244,8 +270,9 @@ TEST(NvidiaSmiParserTest, TabsCrlfAndSpacesReadTheSame) {
   ASSERT_TRUE(from_crlf.ok());
   EXPECT_EQ(from_tabs->machine, from_spaces->machine);
   EXPECT_EQ(from_crlf->machine, from_spaces->machine);
-  EXPECT_THAT(from_tabs->diagnostics, IsEmpty());
-  EXPECT_THAT(from_crlf->diagnostics, IsEmpty());
+  EXPECT_THAT(from_spaces->diagnostics, ElementsAre(HasSubstr(kDerivedNumaNote)));
+  EXPECT_EQ(from_tabs->diagnostics, from_spaces->diagnostics);
+  EXPECT_EQ(from_crlf->diagnostics, from_spaces->diagnostics);
 }
 
 // --- Captures analysed into shapes: NVLink islands and NUMA nodes are separate layers. ---
@@ -286,6 +313,239 @@ INSTANTIATE_TEST_SUITE_P(Captures, CaptureShapeTest,
                              // Rows GPU0-3 link every GPU, so the partial capture is still one
                              // island; GPUs 4-15 have unknown NUMA nodes.
                              ShapeCase{"dgx2_16x_V100_NV6_PARTIAL.txt", 1, {0}, false}));
+
+// --- Captures from the wild: headers mangled by pasting, odd labels, `topo -mp`. ---
+
+// h100_4x_NV6_each_gpu_own_numa.txt with NIC2 and NIC3 run together in the header: the header has
+// 10 columns, each GPU row 11 cells.
+constexpr char kNicsRunTogether[] =
+    "        GPU0    GPU1    GPU2    GPU3    NIC0    NIC1    NIC2NIC3        CPU Affinity    "
+    "NUMA Affinity   GPU NUMA ID\n"
+    "GPU0     X      NV6     NV6     NV6     PIX     SYS     SYS     SYS     6,14,22,30      3 "
+    "              N/A\n"
+    "GPU1    NV6      X      NV6     NV6     SYS     PIX     SYS     SYS     4,12,20,28      1 "
+    "              N/A\n"
+    "GPU2    NV6     NV6      X      NV6     SYS     SYS     PIX     SYS     7,15,23,31      7 "
+    "              N/A\n"
+    "GPU3    NV6     NV6     NV6      X      SYS     SYS     SYS     PIX     5,13,21,29      5 "
+    "              N/A\n"
+    "NIC0    PIX     SYS     SYS     SYS      X      SYS     SYS     SYS\n";
+
+TEST(NvidiaSmiParserTest, MoreCellsThanColumnsReadsAttributesFromTheEnd) {
+  Result<NvidiaSmiTopology> parsed = ParseNvidiaSmiTopo(kNicsRunTogether);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  ASSERT_EQ(parsed->machine.gpu_count(), 4);
+  EXPECT_EQ(KnownPairs(parsed->machine), 6);
+  EXPECT_EQ(LinkText(parsed->machine, 0, 3), "NV6");
+  // Not the CPU range as NUMA node and SYS as CPU affinity.
+  EXPECT_THAT(NumaNodes(parsed->machine), ElementsAre(3, 1, 7, 5));
+  EXPECT_EQ(parsed->machine.gpu(0).cpu_affinity, "6,14,22,30");
+  EXPECT_EQ(parsed->machine.gpu(3).cpu_affinity, "5,13,21,29");
+  EXPECT_THAT(parsed->nics, ElementsAre("NIC0", "NIC1", "NIC2NIC3"));
+  const auto read_from_end = [](const std::string& row) {
+    return AllOf(HasSubstr("row " + row + " has 11 cells, the header 10"),
+                 HasSubstr("CPU Affinity, NUMA Affinity, GPU NUMA ID from the end of the row"));
+  };
+  EXPECT_THAT(parsed->diagnostics, ElementsAre(read_from_end("GPU0"), read_from_end("GPU1"),
+                                               read_from_end("GPU2"), read_from_end("GPU3")));
+}
+
+TEST(NvidiaSmiParserTest, MoreCellsThanColumnsWithCpuAffinityOnly) {
+  // dgx1_like_8xV100_SXM2_hybrid_cube_mesh.txt shape, four GPUs, mlx5 names run together.
+  Result<NvidiaSmiTopology> parsed = ParseNvidiaSmiTopo(
+      "        GPU0    GPU1    GPU2    GPU3    mlx5_0mlx5_1    CPU Affinity\n"
+      "GPU0     X      NV1     NV1     NV2     NODE    SYS     0-11,24-35\n"
+      "GPU1    NV1      X      NV2     NV1     NODE    SYS     0-11,24-35\n"
+      "GPU2    NV1     NV2      X      NV2     SYS     PIX     12-23,36-47\n"
+      "GPU3    NV2     NV1     NV2      X      SYS     PIX     12-23,36-47\n");
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->machine.gpu(0).cpu_affinity, "0-11,24-35");
+  EXPECT_EQ(parsed->machine.gpu(2).cpu_affinity, "12-23,36-47");
+  EXPECT_THAT(NumaNodes(parsed->machine), ElementsAre(0, 0, 1, 1));
+  EXPECT_THAT(parsed->diagnostics, ElementsAre(HasSubstr("reading CPU Affinity from the end"),
+                                               HasSubstr("reading CPU Affinity from the end"),
+                                               HasSubstr("reading CPU Affinity from the end"),
+                                               HasSubstr("reading CPU Affinity from the end"),
+                                               HasSubstr(kDerivedNumaNote)));
+}
+
+TEST(NvidiaSmiParserTest, MoreCellsThanColumnsNamesOnlyKnownAttributes) {
+  // An unknown, unprintable attribute column after CPU Affinity is still read from the end, but
+  // not named in the diagnostic.
+  Result<NvidiaSmiTopology> parsed = ParseNvidiaSmiTopo(
+      "\tGPU0\tGPU1\tNIC0NIC1\tCPU Affinity\t\x01\x02\n"
+      "GPU0\t X \tNV4\tPIX\tSYS\t0-7\tN/A\n"
+      "GPU1\tNV4\t X \tSYS\tPIX\t8-15\tN/A\n");
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->machine.gpu(0).cpu_affinity, "0-7");
+  EXPECT_EQ(parsed->machine.gpu(1).cpu_affinity, "8-15");
+  EXPECT_THAT(parsed->diagnostics, Contains(HasSubstr("reading CPU Affinity from the end")));
+  for (const std::string& line : parsed->diagnostics) EXPECT_TRUE(IsPrintableAscii(line)) << line;
+}
+
+struct RunIntoCase {
+  std::string label;   // test name
+  std::string header;  // the header line
+  std::string nic;     // the NIC name split off
+};
+
+class NicRunsIntoCpuAffinityTest : public ::testing::TestWithParam<RunIntoCase> {};
+
+TEST_P(NicRunsIntoCpuAffinityTest, KeepsTheCpuAffinityColumn) {
+  const RunIntoCase& c = GetParam();
+  // h100_4x_NV6_each_gpu_own_numa.txt rows.
+  Result<NvidiaSmiTopology> parsed = ParseNvidiaSmiTopo(
+      c.header +
+      "\n"
+      "GPU0     X      NV6     NV6     NV6     PIX     SYS     SYS     SYS     6,14,22,30      3 "
+      "              N/A\n"
+      "GPU1    NV6      X      NV6     NV6     SYS     PIX     SYS     SYS     4,12,20,28      1 "
+      "              N/A\n"
+      "GPU2    NV6     NV6      X      NV6     SYS     SYS     PIX     SYS     7,15,23,31      7 "
+      "              N/A\n"
+      "GPU3    NV6     NV6     NV6      X      SYS     SYS     SYS     PIX     5,13,21,29      5 "
+      "              N/A\n");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_THAT(parsed->nics, ElementsAre("NIC0", "NIC1", "NIC2", c.nic));
+  EXPECT_EQ(parsed->machine.gpu(0).cpu_affinity, "6,14,22,30");
+  EXPECT_EQ(parsed->machine.gpu(1).cpu_affinity, "4,12,20,28");
+  EXPECT_THAT(NumaNodes(parsed->machine), ElementsAre(3, 1, 7, 5));
+  EXPECT_THAT(parsed->diagnostics,
+              ElementsAre(HasSubstr("'" + c.nic + "' runs into 'CPU Affinity'")));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Headers, NicRunsIntoCpuAffinityTest,
+    ::testing::Values(
+        RunIntoCase{"Spaces",
+                    "        GPU0    GPU1    GPU2    GPU3    NIC0    NIC1    NIC2    NIC3CPU "
+                    "Affinity    NUMA Affinity   GPU NUMA ID",
+                    "NIC3"},
+        RunIntoCase{"SpacesMlx5",
+                    "        GPU0    GPU1    GPU2    GPU3    NIC0    NIC1    NIC2    mlx5_3CPU "
+                    "Affinity    NUMA Affinity   GPU NUMA ID",
+                    "mlx5_3"},
+        RunIntoCase{"Tabs",
+                    "\tGPU0\tGPU1\tGPU2\tGPU3\tNIC0\tNIC1\tNIC2\tNIC3CPU Affinity\tNUMA "
+                    "Affinity\tGPU NUMA ID",
+                    "NIC3"},
+        RunIntoCase{"TabLostBeforeCpuAffinity",
+                    "\tGPU0\tGPU1\tGPU2\tGPU3\tNIC0\tNIC1\tNIC2\tmlx5_3 CPU Affinity\tNUMA "
+                    "Affinity\tGPU NUMA ID",
+                    "mlx5_3"}),
+    [](const ::testing::TestParamInfo<RunIntoCase>& param_info) { return param_info.param.label; });
+
+TEST(NvidiaSmiParserTest, AttributeNamesRunTogether) {
+  for (const std::string& header : {
+           std::string("        GPU0    GPU1    NIC0CPU AffinityNUMA AffinityGPU NUMA ID"),
+           std::string("\tGPU0\tGPU1\tNIC0CPU AffinityNUMA AffinityGPU NUMA ID"),
+       }) {
+    SCOPED_TRACE(header);
+    Result<NvidiaSmiTopology> parsed = ParseNvidiaSmiTopo(header +
+                                                          "\n"
+                                                          "GPU0  X    NV12 PXB  48-63  3  N/A\n"
+                                                          "GPU1  NV12 X    PXB  48-63  3  N/A\n");
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_THAT(parsed->nics, ElementsAre("NIC0"));
+    EXPECT_EQ(parsed->machine.gpu(1).cpu_affinity, "48-63");
+    EXPECT_THAT(NumaNodes(parsed->machine), ElementsAre(3, 3));
+    EXPECT_THAT(parsed->diagnostics, ::testing::UnorderedElementsAre(
+                                         HasSubstr("'NIC0' runs into 'CPU Affinity'"),
+                                         // "'CPU Affinity' runs into" from TABs, "'Affinity'"
+                                         // from spaces: either says what happened.
+                                         HasSubstr("Affinity' runs into 'NUMA Affinity'"),
+                                         HasSubstr("Affinity' runs into 'GPU NUMA ID'")));
+  }
+}
+
+TEST(NvidiaSmiParserTest, GpuLabelPastTheRangeIsAnError) {
+  for (const std::string& label :
+       {std::string("GPU4294967296"), std::string("GPU99999999999999999999"), std::string("GPU64"),
+        std::string("GPU1000")}) {
+    SCOPED_TRACE(label);
+    // In the middle of the header and as its first column: never dropped, never a NIC.
+    for (const std::string& header : {"        GPU0    GPU1    " + label + "    CPU Affinity\n",
+                                      "\t" + label + "\tGPU0\tGPU1\tCPU Affinity\n"}) {
+      Result<NvidiaSmiTopology> parsed = ParseNvidiaSmiTopo(header +
+                                                            "GPU0     X      NV1     NV1   0-7\n"
+                                                            "GPU1    NV1      X      NV1   0-7\n");
+      ASSERT_FALSE(parsed.ok()) << ::testing::PrintToString(parsed->nics);
+      EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
+      EXPECT_THAT(parsed.status().message(), AllOf(HasSubstr("'" + label + "'"),
+                                                   HasSubstr("not a GPU number"), HasSubstr("63")));
+    }
+  }
+  // GPU63 is the last possible one.
+  Result<NvidiaSmiTopology> last = ParseNvidiaSmiTopo("        GPU0    GPU63\n");
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(last->machine.gpu_count(), 2);
+}
+
+TEST(NvidiaSmiParserTest, GpuRowLabelPastTheRangeIsDiagnosed) {
+  Result<NvidiaSmiTopology> parsed = ParseNvidiaSmiTopo(
+      "        GPU0    GPU1    CPU Affinity    NUMA Affinity\n"
+      "GPU0     X      NV2     0-7             0\n"
+      "GPU4294967296    NV2      X      0-7             0\n"
+      "GPU1    NV2      X      0-7             0\n");
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->machine.gpu_count(), 2);
+  EXPECT_EQ(LinkText(parsed->machine, 0, 1), "NV2");
+  EXPECT_THAT(parsed->diagnostics,
+              ElementsAre(AllOf(HasSubstr("line 3"), HasSubstr("row 'GPU4294967296'"),
+                                HasSubstr("not a GPU number"), HasSubstr("ignored"))));
+}
+
+// pcie_4x_L40S_2numa_NODE_SYS.txt as `nvidia-smi topo -mp` prints it: the same header, a legend
+// that ends at PIX, no NV# line.
+constexpr char kTopoMp[] =
+    "        GPU0    GPU1    GPU2    GPU3    NIC0    NIC1    CPU Affinity    NUMA Affinity   GPU "
+    "NUMA ID\n"
+    "GPU0     X      NODE    SYS     SYS     SYS     SYS     0-95,192-287    0               N/A\n"
+    "GPU1    NODE     X      SYS     SYS     SYS     SYS     0-95,192-287    0               N/A\n"
+    "GPU2    SYS     SYS      X      NODE    NODE    NODE    96-191,288-383  1               N/A\n"
+    "GPU3    SYS     SYS     NODE     X      NODE    NODE    96-191,288-383  1               N/A\n"
+    "NIC0    SYS     SYS     NODE    NODE     X      PIX\n"
+    "NIC1    SYS     SYS     NODE    NODE    PIX      X\n"
+    "\n"
+    "Legend:\n"
+    "\n"
+    "  X    = Self\n"
+    "  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes "
+    "(e.g., QPI/UPI)\n"
+    "  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges "
+    "within a NUMA node\n"
+    "  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)\n"
+    "  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host "
+    "Bridge)\n"
+    "  PIX  = Connection traversing at most a single PCIe bridge\n"
+    "\n"
+    "NIC Legend:\n"
+    "\n"
+    "  NIC0: mlx5_0\n"
+    "  NIC1: mlx5_1\n";
+
+TEST(NvidiaSmiParserTest, TopoMpSaysNvLinksAreNotShown) {
+  Result<NvidiaSmiTopology> parsed = ParseNvidiaSmiTopo(kTopoMp);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(LinkText(parsed->machine, 0, 1), "NODE");
+  EXPECT_THAT(NumaNodes(parsed->machine), ElementsAre(0, 0, 1, 1));
+  EXPECT_THAT(parsed->diagnostics,
+              ElementsAre(AllOf(HasSubstr(kPcieOnlyNote), HasSubstr("NVLinks are not shown"))));
+
+  // The same capture from `topo -m`: its legend has the NV# line.
+  std::string with_nv_line = kTopoMp;
+  const std::string pix_line = "  PIX  = Connection traversing at most a single PCIe bridge\n";
+  with_nv_line.insert(with_nv_line.find(pix_line) + pix_line.size(),
+                      "  NV#  = Connection traversing a bonded set of # NVLinks\n");
+  parsed = ParseNvidiaSmiTopo(with_nv_line);
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_THAT(parsed->diagnostics, IsEmpty());
+
+  // No legend at all: nothing to tell -m from -mp by.
+  parsed = ParseNvidiaSmiTopo(std::string(kTopoMp).substr(0, std::string(kTopoMp).find("\n\n")));
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_THAT(parsed->diagnostics, IsEmpty());
+}
 
 // --- Hand-written inputs. ---
 
@@ -352,10 +612,11 @@ TEST_P(BadCellTest, BothRowsUnreadableLeavesTheLinkUnknown) {
       cell + "\t X \t0-7\n");
   ASSERT_TRUE(parsed.ok());
   EXPECT_EQ(LinkText(parsed->machine, 0, 1), "UNKNOWN");
-  EXPECT_THAT(parsed->diagnostics,
-              ElementsAre(AllOf(HasSubstr("row GPU0"), HasSubstr("column GPU1"),
-                                HasSubstr("'" + cell + "'")),
-                          AllOf(HasSubstr("row GPU1"), HasSubstr("column GPU0"))));
+  EXPECT_THAT(
+      parsed->diagnostics,
+      ElementsAre(
+          AllOf(HasSubstr("row GPU0"), HasSubstr("column GPU1"), HasSubstr("'" + cell + "'")),
+          AllOf(HasSubstr("row GPU1"), HasSubstr("column GPU0")), HasSubstr(kDerivedNumaNote)));
 }
 
 TEST_P(BadCellTest, TheOtherRowStillGivesTheLink) {
@@ -368,7 +629,8 @@ TEST_P(BadCellTest, TheOtherRowStillGivesTheLink) {
       "GPU1\tNV4\t X \t0-7\n");
   ASSERT_TRUE(parsed.ok());
   EXPECT_EQ(LinkText(parsed->machine, 0, 1), "NV4");
-  EXPECT_THAT(parsed->diagnostics, ElementsAre(HasSubstr("'" + cell + "'")));
+  EXPECT_THAT(parsed->diagnostics,
+              ElementsAre(HasSubstr("'" + cell + "'"), HasSubstr(kDerivedNumaNote)));
 }
 
 INSTANTIATE_TEST_SUITE_P(Cells, BadCellTest,
@@ -468,7 +730,10 @@ TEST(NvidiaSmiParserTest, NumaFromCpuAffinityInOrderOfFirstAppearance) {
       "GPU3    SYS     NODE    SYS      X      N/A\n");
   ASSERT_TRUE(parsed.ok());
   EXPECT_THAT(NumaNodes(parsed->machine), ElementsAre(0, 1, 0, -1));
-  EXPECT_THAT(parsed->diagnostics, IsEmpty());
+  // Made-up ids are never silent.
+  EXPECT_THAT(parsed->diagnostics,
+              ElementsAre(AllOf(HasSubstr("no NUMA Affinity column"), HasSubstr(kDerivedNumaNote),
+                                HasSubstr("order of first appearance"))));
 }
 
 TEST(NvidiaSmiParserTest, GpuColumnsNotNumberedFromZero) {
@@ -483,7 +748,8 @@ TEST(NvidiaSmiParserTest, GpuColumnsNotNumberedFromZero) {
   // GPU2 is index 0, GPU5 index 1.
   EXPECT_EQ(parsed->machine.gpu(0).cpu_affinity, "8-15");
   EXPECT_EQ(parsed->machine.gpu(1).cpu_affinity, "0-7");
-  EXPECT_THAT(parsed->diagnostics, ElementsAre(HasSubstr("not GPU0..GPU1")));
+  EXPECT_THAT(parsed->diagnostics,
+              ElementsAre(HasSubstr("not GPU0..GPU1"), HasSubstr(kDerivedNumaNote)));
 }
 
 TEST(NvidiaSmiParserTest, GpuColumnsInAnyOrder) {
@@ -591,11 +857,13 @@ TEST(NvidiaSmiParserTest, BinaryBytes) {
   EXPECT_EQ(LinkText(parsed->machine, 0, 1), "UNKNOWN");
   EXPECT_THAT(parsed->nics, IsEmpty());
   EXPECT_EQ(parsed->machine.gpu(1).cpu_affinity, "");
-  ASSERT_EQ(parsed->diagnostics.size(), 4u);
+  ASSERT_EQ(parsed->diagnostics.size(), 5u);
   EXPECT_THAT(parsed->diagnostics[0], HasSubstr("'NIC\\xc3('"));
   EXPECT_THAT(parsed->diagnostics[1], HasSubstr("'NV\\x00\\x01\\xff'"));
   EXPECT_THAT(parsed->diagnostics[2], HasSubstr("'\\x80\\x81'"));
   EXPECT_THAT(parsed->diagnostics[3], HasSubstr("'\\x7f'"));
+  // GPU0's readable CPU affinity gives it a made-up NUMA id.
+  EXPECT_THAT(parsed->diagnostics[4], HasSubstr(kDerivedNumaNote));
   for (const std::string& line : parsed->diagnostics) EXPECT_TRUE(IsPrintableAscii(line)) << line;
 }
 
