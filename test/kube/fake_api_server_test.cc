@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "test/kube/kube_fixtures.h"
+
 namespace gputopo::testing {
 namespace {
 
@@ -783,14 +785,53 @@ TEST_F(FakeApiServerTest, FailNextAnswersInjectedStatuses) {
   EXPECT_EQ(watch->status, 503);
 }
 
-TEST_F(FakeApiServerTest, DelayNextHoldsMatchingRequests) {
+TEST_F(FakeApiServerTest, DelayNextDelaysMatchingRequests) {
   server_.DelayNext("GET", "/api/v1/nodes", 300ms);
-  auto start = std::chrono::steady_clock::now();
+  const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(Client().Get("/api/v1/nodes")->status, 200);
+  // Only a lower bound, which no slow run can break. That the rule is then used up is checked
+  // by HoldNext's test: both kinds of rule are taken the same way, and a hold needs no clock.
   EXPECT_GE(std::chrono::steady_clock::now() - start, 300ms);
-  start = std::chrono::steady_clock::now();
   EXPECT_EQ(Client().Get("/api/v1/nodes")->status, 200);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 300ms);
+}
+
+TEST_F(FakeApiServerTest, HoldNextWaitsForReleaseHeldAndIsUsedUp) {
+  server_.HoldNext("GET", "/api/v1/nodes", 2);
+  int statuses[2] = {0, 0};
+  std::vector<std::thread> held;
+  for (int& status : statuses) {
+    held.emplace_back([&] {
+      httplib::Client client("127.0.0.1", server_.port());
+      client.set_read_timeout(300, 0);  // the test releases it; no deadline to race
+      httplib::Result got = client.Get("/api/v1/nodes");
+      status = got ? got->status : -1;
+    });
+  }
+  ASSERT_TRUE(WaitFor([&] { return server_.held_requests() == 2; }));
+  // Both uses of the rule are taken: other requests are answered while those two wait.
+  EXPECT_EQ(Client().Get("/api/v1/nodes")->status, 200);
+  EXPECT_EQ(Client().Get("/api/v1/pods")->status, 200);
+  EXPECT_EQ(server_.held_requests(), 2u);
+  EXPECT_EQ(statuses[0], 0);
+  EXPECT_EQ(statuses[1], 0);
+  server_.ReleaseHeld();
+  for (std::thread& t : held) t.join();
+  EXPECT_EQ(statuses[0], 200);
+  EXPECT_EQ(statuses[1], 200);
+  EXPECT_EQ(server_.held_requests(), 0u);
+}
+
+TEST_F(FakeApiServerTest, StopLetsHeldRequestsGo) {
+  server_.HoldNext("*", "/api/v1/pods");
+  std::thread held([&] {
+    httplib::Client client("127.0.0.1", server_.port());
+    client.set_read_timeout(300, 0);
+    (void)client.Get("/api/v1/pods");
+  });
+  ASSERT_TRUE(WaitFor([&] { return server_.held_requests() == 1; }));
+  server_.Stop();  // returns only once the held request has been let go and its thread joined
+  EXPECT_EQ(server_.held_requests(), 0u);
+  held.join();
 }
 
 TEST_F(FakeApiServerTest, CountsRequests) {

@@ -733,6 +733,7 @@ struct FaultRule {
   int status = 0;
   std::chrono::milliseconds delay{0};
   int remaining = 0;
+  bool hold = false;  // wait for ReleaseHeld() instead of `delay`
 
   bool Matches(const std::string& request_method, const std::string& path, bool watch) const {
     if (path.compare(0, path_prefix.size(), path_prefix) != 0) return false;
@@ -992,6 +993,24 @@ class FakeApiServer::Impl {
     delays_.push_back(FaultRule{Upper(std::move(method)), std::move(path_prefix), 0, delay, count});
   }
 
+  void AddHold(std::string method, std::string path_prefix, int count) {
+    if (count <= 0) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    delays_.push_back(FaultRule{Upper(std::move(method)), std::move(path_prefix), 0,
+                                std::chrono::milliseconds(0), count, /*hold=*/true});
+  }
+
+  void ReleaseHeld() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++release_generation_;
+    state_cv_.notify_all();
+  }
+
+  size_t held_requests() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_;
+  }
+
   void SetHistoryWindow(size_t events) {
     std::lock_guard<std::mutex> lock(mu_);
     history_window_ = std::max<size_t>(events, 1);
@@ -1132,6 +1151,13 @@ class FakeApiServer::Impl {
     std::unique_lock<std::mutex> lock(mu_);
     std::optional<FaultRule> delay = TakeRuleLocked(delays_, method, path, watch);
     if (!delay) return;
+    if (delay->hold) {
+      const uint64_t generation = release_generation_;
+      ++held_;
+      state_cv_.wait(lock, [&] { return release_generation_ != generation || stopping_; });
+      --held_;
+      return;
+    }
     state_cv_.wait_for(lock, delay->delay, [&] { return stopping_; });
   }
 
@@ -1905,7 +1931,8 @@ class FakeApiServer::Impl {
   std::atomic<int> port_{0};
 
   mutable std::mutex mu_;
-  // Notified when resource_version_ advances, watchers_ changes or stopping_ is set.
+  // Notified when resource_version_ advances, watchers_ changes, stopping_ is set or held
+  // requests are released.
   mutable std::condition_variable state_cv_;
   // State guarded by mu_.
   uint64_t resource_version_ = 1;
@@ -1917,7 +1944,9 @@ class FakeApiServer::Impl {
   uint64_t next_watcher_id_ = 1;
   std::string token_;
   std::vector<FaultRule> failures_;
-  std::vector<FaultRule> delays_;
+  std::vector<FaultRule> delays_;    // DelayNext and HoldNext rules
+  uint64_t release_generation_ = 0;  // ReleaseHeld() calls so far
+  size_t held_ = 0;                  // requests waiting for ReleaseHeld()
   std::vector<RecordedRequest> requests_;
   size_t history_window_;
   std::chrono::milliseconds bookmark_interval_;
@@ -1982,6 +2011,11 @@ void FakeApiServer::DelayNext(std::string method, std::string path_prefix,
                               std::chrono::milliseconds delay, int count) {
   impl_->AddDelay(std::move(method), std::move(path_prefix), delay, count);
 }
+void FakeApiServer::HoldNext(std::string method, std::string path_prefix, int count) {
+  impl_->AddHold(std::move(method), std::move(path_prefix), count);
+}
+void FakeApiServer::ReleaseHeld() { impl_->ReleaseHeld(); }
+size_t FakeApiServer::held_requests() const { return impl_->held_requests(); }
 void FakeApiServer::SetHistoryWindow(size_t events) { impl_->SetHistoryWindow(events); }
 void FakeApiServer::CompactHistory() { impl_->CompactHistory(); }
 void FakeApiServer::SetBookmarkInterval(std::chrono::milliseconds interval) {

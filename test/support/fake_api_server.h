@@ -7,8 +7,8 @@
 // resume and 410 semantics, bookmarks, optimistic-concurrency preconditions), not any client's
 // expectations. Where it simplifies, fake_api_server.cc says so at the top of the file.
 //
-// Tests drive the cluster state directly (CreatePod, UpdatePod, ...) and inject faults: failed or
-// delayed requests, compacted history, broken watch streams.
+// Tests drive the cluster state directly (CreatePod, UpdatePod, ...) and inject faults: failed,
+// delayed or held requests, compacted history, broken watch streams.
 //
 // Thread safety: every public method may be called from any thread, concurrently with requests
 // being served. Start() and Stop() must not race with each other.
@@ -115,6 +115,15 @@ class FakeApiServer {
   // The next `count` matching requests wait `delay` before being handled.
   void DelayNext(std::string method, std::string path_prefix, std::chrono::milliseconds delay,
                  int count = 1);
+  // The next `count` matching requests wait, unanswered, until ReleaseHeld() or Stop(); then they
+  // are handled as usual. For a test that needs a client's deadline to expire: the reply cannot
+  // come before the test lets it go, however slow the machine. Matched like DelayNext (the two
+  // share one list of rules, the first matching rule applies).
+  void HoldNext(std::string method, std::string path_prefix, int count = 1);
+  // Lets go every request held so far. Hold rules not yet used stay.
+  void ReleaseHeld();
+  // Requests being held now.
+  size_t held_requests() const;
   // Watch-cache capacity per resource (>= 1); shrinking forgets the oldest events now.
   void SetHistoryWindow(size_t events);
   // Forgets all history, as a restarted watch cache would: a watch from any resourceVersion older
