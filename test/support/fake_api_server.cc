@@ -810,6 +810,7 @@ class FakeApiServer::Impl {
         worker_threads_(std::max<size_t>(options.worker_threads, 2)),
         keep_alive_timeout_s_(std::max(options.keep_alive_timeout_s, 1)),
         too_large_wait_(options.too_large_resource_version_wait),
+        write_latency_(options.write_latency),
         history_window_(std::max<size_t>(options.history_window, 1)),
         bookmark_interval_(std::max(options.bookmark_interval, std::chrono::milliseconds(1))) {
     for (History& history : history_) history.list_resource_version = resource_version_;
@@ -1118,6 +1119,10 @@ class FakeApiServer::Impl {
     }
 
     ApplyDelay(req.method, req.path, watch);
+    if (write_latency_.count() > 0 && (req.method == "POST" || req.method == "PATCH" ||
+                                       req.method == "PUT" || req.method == "DELETE")) {
+      std::this_thread::sleep_for(write_latency_);
+    }
     if (!Authorized(req)) {
       Reply(res, ApiError{401, "Unauthorized", "Unauthorized", {}});
     } else if (std::optional<FaultRule> failure =
@@ -1924,6 +1929,7 @@ class FakeApiServer::Impl {
   const size_t worker_threads_;
   const int keep_alive_timeout_s_;
   const std::chrono::milliseconds too_large_wait_;
+  const std::chrono::milliseconds write_latency_;
 
   // Start()/Stop() only (they are not called concurrently).
   std::unique_ptr<httplib::Server> server_;

@@ -43,6 +43,9 @@ class FakeApiServer {
     // How long a list with a resourceVersion newer than the server's waits for it before the
     // 504 "Too large resource version" (the real server waits 3 s).
     std::chrono::milliseconds too_large_resource_version_wait{3000};
+    // How long every write request (POST, PATCH, PUT, DELETE) waits before being handled, as a
+    // real server's etcd commit does; it holds a worker thread meanwhile. 0: none.
+    std::chrono::milliseconds write_latency{0};
     // Wall clock for creationTimestamp, event timestamps and PodScheduled transition times.
     std::function<std::chrono::system_clock::time_point()> now;
   };
