@@ -37,11 +37,16 @@ class KubeApi {
   virtual Status AnnotatePod(const PodRef& pod, std::string_view resource_version,
                              std::string_view key, std::string_view value) = 0;
 
-  // Creates the pod's Binding to `node`. NotFound when the pod is gone, Conflict when it is
-  // already bound or its uid is not pod.uid.
-  virtual Status BindPod(const PodRef& pod, std::string_view node) = 0;
+  // Creates the pod's Binding to `node`, carrying `annotations`. The API server (BindingREST)
+  // sets spec.nodeName and merges the annotations into the pod's in one write, so a pod is never
+  // annotated but unbound. Preconditions: the uid is pod.uid (when set) and the resourceVersion
+  // is `resource_version` (when not empty). NotFound when the pod is gone; Conflict when a
+  // precondition fails, or the pod is already bound, being deleted or scheduling-gated.
+  virtual Status BindPod(const PodRef& pod, std::string_view resource_version,
+                         std::string_view node, const AnnotationList& annotations) = 0;
 
-  // Records a Normal event on the pod (what `kubectl describe pod` shows). Best effort.
+  // Records a Normal event on the pod (what `kubectl describe pod` shows). Best effort; callers
+  // on a request path queue it (service::EventQueue) rather than wait for it.
   virtual Status RecordEvent(const PodRef& pod, std::string_view reason,
                              std::string_view message) = 0;
 };

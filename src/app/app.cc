@@ -1,5 +1,7 @@
 #include "src/app/app.h"
 
+#include <spdlog/spdlog.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -12,6 +14,9 @@
 
 namespace gputopo::app {
 namespace {
+
+// Events waiting to be posted before new ones are dropped (~1 KiB each).
+constexpr size_t kEventQueueCapacity = 1024;
 
 struct NamedText {
   std::string name;
@@ -72,7 +77,8 @@ Result<policies::PresetCatalog> LoadPresets(const std::string& extra_dir) {
   return catalog;
 }
 
-App::App(const AppOptions&, const Clock& clock) : clock_(clock) {}
+App::App(const AppOptions& options, const Clock& clock)
+    : clock_(clock), grace_period_(options.server.grace_period) {}
 App::~App() { Stop(); }
 
 Status App::Start() {
@@ -83,6 +89,10 @@ Status App::Start() {
 void App::Stop() {
   if (server_) server_->Stop();
   if (watcher_) watcher_->Stop();
+  // Events of the last binds: posted if the API server answers within the grace period.
+  if (events_ && !events_->Drain(grace_period_)) {
+    spdlog::warn("{} Event(s) not posted before shutdown", events_->Stats().pending);
+  }
 }
 
 void App::RegisterCollectors() {
@@ -124,6 +134,20 @@ void App::RegisterCollectors() {
                      "Node evaluations made off the request path, for recent pod shapes, after "
                      "the cluster changed.",
                      {}, static_cast<double>(refresher->nodes_evaluated()));
+  });
+  metrics_.AddCollector([events = events_.get()](observability::MetricsWriter& out) {
+    const service::EventQueueStats stats = events->Stats();
+    constexpr std::string_view kHelp =
+        "Kubernetes Events about pods (GPUsAssigned), by outcome: posted, failed (the API server "
+        "refused them or could not be reached), dropped (the queue was full).";
+    out.WriteCounter("gputopo_events_total", kHelp, {{"outcome", "posted"}},
+                     static_cast<double>(stats.posted));
+    out.WriteCounter("gputopo_events_total", kHelp, {{"outcome", "failed"}},
+                     static_cast<double>(stats.failed));
+    out.WriteCounter("gputopo_events_total", kHelp, {{"outcome", "dropped"}},
+                     static_cast<double>(stats.dropped));
+    out.WriteGauge("gputopo_events_pending", "Events queued, not yet posted.", {},
+                   static_cast<double>(stats.pending));
   });
   if (!watcher_) return;
   metrics_.AddCollector([watcher = watcher_.get()](observability::MetricsWriter& out) {
@@ -190,7 +214,9 @@ Result<std::unique_ptr<App>> App::Create(const AppOptions& options, const Clock&
       *app->state_, app->presets_, options.default_preset, app->recent_pods_, app->decisions_,
       app->clock_, &app->evaluation_cache_});
   app->service_ = std::make_unique<service::ExtenderService>(*app->context_);
-  app->binder_ = std::make_unique<service::Binder>(*app->context_, *kube);
+  app->events_ =
+      std::make_unique<service::EventQueue>(*kube, kEventQueueCapacity, &StartBackgroundThread);
+  app->binder_ = std::make_unique<service::Binder>(*app->context_, *kube, app->events_.get());
   App* self = app.get();
   app->server_ = std::make_unique<http::ExtenderServer>(
       options.server,

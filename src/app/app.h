@@ -21,6 +21,7 @@
 #include "src/observability/metrics.h"
 #include "src/service/binder.h"
 #include "src/service/decision_log.h"
+#include "src/service/event_queue.h"
 #include "src/service/extender_service.h"
 #include "src/service/recent_pods.h"
 #include "src/service/table_refresher.h"
@@ -83,6 +84,7 @@ class App {
   void RegisterCollectors();
 
   const Clock& clock_;
+  const std::chrono::milliseconds grace_period_;
   observability::MetricsRegistry metrics_;  // outlives everything below that records into it
   topology::ShapeInterner interner_;
   topology::ProfileCatalog profiles_{interner_};
@@ -95,10 +97,12 @@ class App {
   std::unique_ptr<snapshot::InMemoryCluster> cluster_;  // snapshot mode
   std::unique_ptr<kube::KubeClient> client_;            // live mode
   std::unique_ptr<kube::ClusterWatcher> watcher_;       // live mode
-  service::RecentPods recent_pods_{4096};
-  service::DecisionLog decisions_{256, 256};
+  // Bounded in bytes too: see docs/operations.md for the memory budget they are part of.
+  service::RecentPods recent_pods_{4096, 8u << 20};
+  service::DecisionLog decisions_{256, 256, 16u << 20};
   std::unique_ptr<service::SchedulingContext> context_;
   std::unique_ptr<service::ExtenderService> service_;
+  std::unique_ptr<service::EventQueue> events_;  // before binder_, which queues into it
   std::unique_ptr<service::Binder> binder_;
   std::unique_ptr<http::ExtenderServer> server_;
 };

@@ -65,17 +65,26 @@ std::optional<std::chrono::milliseconds> ParseDuration(const std::string& text) 
   return std::nullopt;
 }
 
-// Blocks SIGINT/SIGTERM for every thread started after this, and stops `app` when one arrives.
-std::thread StopOnSignal(App& app) {
+// SIGINT and SIGTERM, blocked in every thread: Main blocks them before anything starts a thread
+// (the App's constructors do), so that only the signal thread ever sees them.
+sigset_t StopSignals() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  return std::thread([&app, signals] {
+  return signals;
+}
+
+// Stops `app` gracefully when SIGINT or SIGTERM arrives (they must already be blocked).
+std::thread StopOnSignal(App& app) {
+  return std::thread([&app] {
+    const sigset_t signals = StopSignals();
     int received = 0;
     sigwait(&signals, &received);
-    spdlog::info("signal {}: shutting down", received);
+    spdlog::info(
+        "{} received: shutting down (no new connections, /readyz 503, requests in "
+        "flight finish)",
+        received == SIGTERM ? "SIGTERM" : "SIGINT");
     app.RequestStop();
   });
 }
@@ -94,9 +103,16 @@ int RunServer(const AppOptions& options, bool demo, bool exit_after_demo) {
     spdlog::error("cannot start: {}", s.ToString());
     return 2;
   }
-  const std::string base = "http://" + options.server.host + ":" + std::to_string(app.port());
-  spdlog::info("gputopo serving on {} ({} nodes, default preset {})", base,
-               app.state().Counts().nodes, options.default_preset);
+  const std::string base = (options.server.tls_cert_file.empty() ? "http://" : "https://") +
+                           options.server.host + ":" + std::to_string(app.port());
+  if (app.live()) {
+    // The lists have not arrived yet: /readyz says when they have.
+    spdlog::info("gputopo serving on {} (listing nodes and pods; default preset {})", base,
+                 options.default_preset);
+  } else {
+    spdlog::info("gputopo serving on {} ({} nodes, default preset {})", base,
+                 app.state().Counts().nodes, options.default_preset);
+  }
   if (demo) {
     std::vector<std::string> names;
     for (const NodeInfo& node : app.cluster().Nodes()) names.push_back(node.name);
@@ -122,6 +138,9 @@ int RunServer(const AppOptions& options, bool demo, bool exit_after_demo) {
     std::cout << "\ngputopo keeps serving on " << base << " - Ctrl-C to stop.\n" << std::flush;
   }
   app.Wait();
+  app.Stop();  // the watch, the decision recorder and the Event queue
+  spdlog::info("gputopo stopped");
+  spdlog::default_logger()->flush();
   return 0;
 }
 
@@ -176,12 +195,20 @@ std::string ReadFileOrEmpty(const std::string& path) {
 // glibc's default mmap threshold turns the request path's few large buffers (node lists,
 // replies: hundreds of KiB at thousands of nodes) into an mmap, page faults and a munmap per
 // request. Keep them on the heap instead.
+// Lane threads would each get an arena of their own, holding freed memory apart; a few arenas
+// keep allocation concurrent without multiplying what a burst leaves behind (malloc_trim after
+// large bodies returns the rest: ServerOptions::release_memory).
 void TuneAllocator() {
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
   mallopt(M_TRIM_THRESHOLD, 128 << 20);
+  mallopt(M_ARENA_MAX, 4);
 }
 
 int Main(int argc, char** argv) {
+  {
+    const sigset_t signals = StopSignals();
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before any thread exists
+  }
   TuneAllocator();
   curl_global_init(
       CURL_GLOBAL_DEFAULT);  // before any thread starts; the Kubernetes client needs it
@@ -199,7 +226,9 @@ int Main(int argc, char** argv) {
   AppOptions options;
   std::string listen = "127.0.0.1:8888";
   std::string snapshot_path;
-  int max_body_mib = 256;
+  int max_body_mib = 64;
+  int max_inflight_mib = 96;
+  std::string grace = "10s";
   auto add_server_flags = [&](CLI::App* cmd) {
     cmd->add_option("--listen", listen, "HOST:PORT to serve on (port 0: any free port)")
         ->capture_default_str();
@@ -210,8 +239,18 @@ int Main(int argc, char** argv) {
     cmd->add_option("--max-body-mib", max_body_mib, "largest request body accepted")
         ->check(CLI::Range(1, 4096))
         ->capture_default_str();
-    cmd->add_option("--threads", options.server.threads, "HTTP worker threads")
+    cmd->add_option("--max-inflight-body-mib", max_inflight_mib,
+                    "all request bodies being read or handled at once (503 beyond)")
+        ->check(CLI::Range(1, 16384))
+        ->capture_default_str();
+    cmd->add_option("--threads", options.server.threads, "filter/prioritize worker threads")
         ->check(CLI::Range(1, 256))
+        ->capture_default_str();
+    cmd->add_option("--bind-threads", options.server.bind_threads, "bind worker threads")
+        ->check(CLI::Range(1, 1024))
+        ->capture_default_str();
+    cmd->add_option("--shutdown-grace", grace,
+                    "on SIGTERM, how long requests in flight may take to finish (10s, 500ms)")
         ->capture_default_str();
   };
   CLI::App* serve = cli.add_subcommand("serve", "serve filter/prioritize/bind for a cluster");
@@ -275,6 +314,14 @@ int Main(int argc, char** argv) {
     return 2;
   }
   options.server.max_body_bytes = static_cast<size_t>(max_body_mib) << 20;
+  options.server.max_inflight_body_bytes = static_cast<size_t>(max_inflight_mib) << 20;
+  if (const std::optional<std::chrono::milliseconds> g = ParseDuration(grace)) {
+    options.server.grace_period = *g;
+  } else {
+    std::cerr << "gputopo: --shutdown-grace " << grace << " is not a duration (10s, 500ms)\n";
+    return 2;
+  }
+  options.server.release_memory = [] { malloc_trim(0); };
   if (*serve) {
     if (options.server.tls_cert_file.empty() != options.server.tls_key_file.empty()) {
       std::cerr << "gputopo: --tls-cert and --tls-key go together\n";

@@ -1,11 +1,11 @@
 #include "src/http/extender_server.h"
 
-#include <httplib.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
 #include <optional>
 
+#include "gputopo/excerpt.h"
 #include "src/http/debug_views.h"
 #include "src/http/parser_pool.h"
 #include "src/http/request_metrics.h"
@@ -16,11 +16,17 @@ namespace {
 
 constexpr const char* kJson = "application/json";
 
-// A reply body moved into the response: Response::set_content copies its argument (cpp-httplib
-// 0.11), and filter and prioritize replies at 5000 nodes are 100-200 KiB.
-void SetJson(httplib::Response& res, std::string&& body) {
+// Reply bodies are moved, never copied: filter and prioritize replies at 5000 nodes are
+// 100-200 KiB.
+void SetJson(HttpResponse& res, std::string&& body) {
   res.body = std::move(body);
-  res.set_header("Content-Type", kJson);
+  res.content_type = kJson;
+}
+
+void SetText(HttpResponse& res, int status, std::string body) {
+  res.status = status;
+  res.body = std::move(body);
+  res.content_type = "text/plain";
 }
 
 // Parsers that handled bodies above this are not pooled (their buffers are freed).
@@ -35,10 +41,40 @@ long long MicrosSince(const Clock& clock, std::chrono::steady_clock::time_point 
 
 // The standard Server-Timing header: the time the handler took, in milliseconds, so that a
 // client can tell server time from network time.
-void SetServerTiming(httplib::Response& res, long long micros) {
+void SetServerTiming(HttpResponse& res, long long micros) {
   char value[48];
   std::snprintf(value, sizeof(value), "gputopo;dur=%.3f", static_cast<double>(micros) / 1000.0);
-  res.set_header("Server-Timing", value);
+  res.headers.emplace_back("Server-Timing", value);
+}
+
+// "/a/b" with prefix "/a/" -> "b"; nullopt when `path` does not start with it.
+std::optional<std::string_view> After(std::string_view path, std::string_view prefix) {
+  if (path.substr(0, prefix.size()) != prefix) return std::nullopt;
+  return path.substr(prefix.size());
+}
+
+// An extender verb: "/<verb>" or "<urlPrefix path>/<verb>".
+bool IsVerb(std::string_view path, std::string_view verb) {
+  return path.size() > verb.size() && path.substr(path.size() - verb.size()) == verb &&
+         path[path.size() - verb.size() - 1] == '/';
+}
+
+HttpServerOptions TransportOptions(const ServerOptions& o) {
+  HttpServerOptions out;
+  out.host = o.host;
+  out.port = o.port;
+  out.tls_cert_file = o.tls_cert_file;
+  out.tls_key_file = o.tls_key_file;
+  out.max_body_bytes = o.max_body_bytes;
+  out.max_inflight_body_bytes = o.max_inflight_body_bytes;
+  out.idle_timeout = o.idle_timeout;
+  out.header_timeout = o.header_timeout;
+  out.body_timeout = o.body_timeout;
+  out.grace_period = o.grace_period;
+  out.verb_threads = o.threads;
+  out.bind_threads = o.bind_threads;
+  out.release_memory = o.release_memory;
+  return out;
 }
 
 }  // namespace
@@ -48,11 +84,15 @@ struct ExtenderServer::Impl {
       : options(std::move(o)),
         deps(std::move(d)),
         parsers(options.max_body_bytes, kPooledParserBytes, static_cast<size_t>(options.threads)),
-        server_owner(options.tls_cert_file.empty()
-                         ? std::make_unique<httplib::Server>()
-                         : std::make_unique<httplib::SSLServer>(options.tls_cert_file.c_str(),
-                                                                options.tls_key_file.c_str())),
-        server(*server_owner) {
+        server(
+            TransportOptions(options),
+            [this](std::string_view method, std::string_view path) { return Routes(method, path); },
+            [](int, std::string_view message) {
+              HttpResponse res;
+              SetJson(res, extender::WriteBindingResult(
+                               Excerpt("gputopo: " + std::string(message), kMaxMessageBytes)));
+              return res;
+            }) {
     if (deps.metrics != nullptr) metrics.emplace(*deps.metrics);
     recorder.emplace([this](std::shared_ptr<service::CycleRecord> record) { Commit(record); },
                      kMaxPendingRecords, deps.background_thread_start);
@@ -73,40 +113,39 @@ struct ExtenderServer::Impl {
     if (metrics) metrics->Request(verb, result, deps.context.clock.MonotonicNow() - start);
   }
 
-  void Routes();
-  void HandleFilter(const httplib::Request& req, httplib::Response& res);
-  void HandlePrioritize(const httplib::Request& req, httplib::Response& res);
-  void HandleBind(const httplib::Request& req, httplib::Response& res);
+  Route Routes(std::string_view method, std::string_view path);
+  void HandleFilter(const HttpRequest& req, HttpResponse& res);
+  void HandlePrioritize(const HttpRequest& req, HttpResponse& res);
+  void HandleBind(const HttpRequest& req, HttpResponse& res);
+  void HandleDebug(std::string_view path, HttpResponse& res);
 
   ServerOptions options;
   ServerDependencies deps;
   ParserPool parsers;
-  std::unique_ptr<httplib::Server> server_owner;  // httplib::SSLServer with TLS
-  httplib::Server& server;
   std::optional<RequestMetrics> metrics;
   std::optional<service::DecisionRecorder> recorder;
-  std::thread thread;
+  HttpServer server;  // last: its lanes call into everything above until it has stopped
 };
 
-void ExtenderServer::Impl::HandleFilter(const httplib::Request& req, httplib::Response& res) {
+void ExtenderServer::Impl::HandleFilter(const HttpRequest& req, HttpResponse& res) {
   const Clock& clock = deps.context.clock;
   const auto start = clock.MonotonicNow();
   ParserPool::Lease parser = parsers.Acquire();
   Result<const extender::ExtenderArgs*> args = parser.ParseArgs(req.body);
   if (!args.ok()) {
     spdlog::warn("filter rejected: bad request from {}: {} ({} bytes)", req.remote_addr,
-                 args.status().message(), req.body.size());
-    res.set_content(extender::WriteFilterError("gputopo: bad request: " + args.status().message()),
-                    kJson);
+                 Excerpt(args.status().message()), req.body.size());
+    SetJson(res, extender::WriteFilterError(Excerpt(
+                     "gputopo: bad request: " + args.status().message(), kMaxMessageBytes)));
     Record(Verb::kFilter, RequestResult::kBadRequest, start);
     return;
   }
   service::FilterReply reply = deps.service.Filter(**args);
   const service::CycleRecord& r = *reply.record;
   if (!reply.error.empty()) {
-    spdlog::info("filter pod={} error=\"{}\" took={}us", r.pod_key, reply.error,
+    spdlog::info("filter pod={} error=\"{}\" took={}us", Excerpt(r.pod_key), Excerpt(reply.error),
                  MicrosSince(clock, start));
-    res.set_content(extender::WriteFilterError(reply.error), kJson);
+    SetJson(res, extender::WriteFilterError(Excerpt(reply.error, kMaxMessageBytes)));
     Record(Verb::kFilter, RequestResult::kError, start);
     recorder->Submit(std::move(reply.record));
     return;
@@ -116,31 +155,30 @@ void ExtenderServer::Impl::HandleFilter(const httplib::Request& req, httplib::Re
   const long long took = MicrosSince(clock, start);
   SetServerTiming(res, took);
   spdlog::info("filter pod={} mode={} candidates={} passed={} failed={} unresolvable={} took={}us",
-               r.pod_key, (*args)->nodes_mode ? "nodes" : "names", (*args)->node_names.size(),
-               r.passed, r.failed, r.unresolvable, took);
+               Excerpt(r.pod_key), (*args)->nodes_mode ? "nodes" : "names",
+               (*args)->node_names.size(), r.passed, r.failed, r.unresolvable, took);
   recorder->Submit(std::move(reply.record));  // last: the recorder's thread changes it
 }
 
-void ExtenderServer::Impl::HandlePrioritize(const httplib::Request& req, httplib::Response& res) {
+void ExtenderServer::Impl::HandlePrioritize(const HttpRequest& req, HttpResponse& res) {
   const Clock& clock = deps.context.clock;
   const auto start = clock.MonotonicNow();
   ParserPool::Lease parser = parsers.Acquire();
   Result<const extender::ExtenderArgs*> args = parser.ParseArgs(req.body);
   if (!args.ok()) {
     spdlog::warn("prioritize rejected: bad request from {}: {} ({} bytes)", req.remote_addr,
-                 args.status().message(), req.body.size());
-    res.status = 400;
-    res.set_content("gputopo: bad request: " + args.status().message() + "\n", "text/plain");
+                 Excerpt(args.status().message()), req.body.size());
+    SetText(res, 400,
+            Excerpt("gputopo: bad request: " + args.status().message(), kMaxMessageBytes) + "\n");
     Record(Verb::kPrioritize, RequestResult::kBadRequest, start);
     return;
   }
   service::PrioritizeReply reply = deps.service.Prioritize(**args);
   const service::CycleRecord& r = *reply.record;
   if (!reply.error.empty()) {
-    spdlog::info("prioritize pod={} error=\"{}\" took={}us", r.pod_key, reply.error,
-                 MicrosSince(clock, start));
-    res.status = 400;
-    res.set_content(reply.error + "\n", "text/plain");
+    spdlog::info("prioritize pod={} error=\"{}\" took={}us", Excerpt(r.pod_key),
+                 Excerpt(reply.error), MicrosSince(clock, start));
+    SetText(res, 400, Excerpt(reply.error, kMaxMessageBytes) + "\n");
     Record(Verb::kPrioritize, RequestResult::kError, start);
     recorder->Submit(std::move(reply.record));
     return;
@@ -157,161 +195,125 @@ void ExtenderServer::Impl::HandlePrioritize(const httplib::Request& req, httplib
   Record(Verb::kPrioritize, RequestResult::kOk, start);
   const long long took = MicrosSince(clock, start);
   SetServerTiming(res, took);
-  spdlog::info("prioritize pod={} candidates={} best={} score={} took={}us", r.pod_key,
-               reply.scores.size(), best, best_score, took);
+  spdlog::info("prioritize pod={} candidates={} best={} score={} took={}us", Excerpt(r.pod_key),
+               reply.scores.size(), Excerpt(best), best_score, took);
   recorder->Submit(std::move(reply.record));  // last: the recorder's thread changes it
 }
 
-void ExtenderServer::Impl::HandleBind(const httplib::Request& req, httplib::Response& res) {
+void ExtenderServer::Impl::HandleBind(const HttpRequest& req, HttpResponse& res) {
   const Clock& clock = deps.context.clock;
   const auto start = clock.MonotonicNow();
   Result<extender::BindingArgs> args = extender::ParseBindingArgs(req.body);
   if (!args.ok()) {
     spdlog::warn("bind rejected: bad request from {}: {}", req.remote_addr,
-                 args.status().message());
-    res.set_content(
-        extender::WriteBindingResult("gputopo: bad request: " + args.status().message()), kJson);
+                 Excerpt(args.status().message()));
+    SetJson(res, extender::WriteBindingResult(Excerpt(
+                     "gputopo: bad request: " + args.status().message(), kMaxMessageBytes)));
     Record(Verb::kBind, RequestResult::kBadRequest, start);
     return;
   }
   const Status status = deps.binder.Bind(*args);
   if (metrics) metrics->Bind(status.code());
-  const std::string pod = args->pod_namespace + "/" + args->pod_name;
+  const std::string pod = Excerpt(args->pod_namespace + "/" + args->pod_name);
+  const std::string node = Excerpt(args->node);
   if (!status.ok()) {
-    spdlog::warn("bind pod={} node={} failed: {} took={}us", pod, args->node, status.ToString(),
+    spdlog::warn("bind pod={} node={} failed: {} took={}us", pod, node, Excerpt(status.ToString()),
                  MicrosSince(clock, start));
-    res.set_content(extender::WriteBindingResult("gputopo: " + status.message()), kJson);
+    SetJson(res, extender::WriteBindingResult(
+                     Excerpt("gputopo: " + status.message(), kMaxMessageBytes)));
     Record(Verb::kBind, RequestResult::kError, start);
     return;
   }
-  res.set_content(extender::WriteBindingResult(""), kJson);
+  SetJson(res, extender::WriteBindingResult(""));
   Record(Verb::kBind, RequestResult::kOk, start);
   const long long took = MicrosSince(clock, start);
   SetServerTiming(res, took);
-  spdlog::info("bind pod={} node={} ok took={}us", pod, args->node, took);
+  spdlog::info("bind pod={} node={} ok took={}us", pod, node, took);
 }
 
-void ExtenderServer::Impl::Routes() {
-  server.new_task_queue = [n = options.threads] {
-    return new httplib::ThreadPool(static_cast<size_t>(n));
-  };
-  server.set_payload_max_length(options.max_body_bytes);
-  server.set_keep_alive_max_count(10000);
-  // Replies are small and answered at once: without TCP_NODELAY, Nagle's algorithm and the
-  // client's delayed ACK add ~40 ms to each one.
-  server.set_tcp_nodelay(true);
-  server.set_read_timeout(30, 0);
-  // kube-scheduler never compresses; refusing compressed bodies closes the door on
-  // decompression bombs that the body limit would not see.
-  server.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (req.has_header("Content-Encoding")) {
-      spdlog::warn("rejected {} {}: compressed request body", req.method, req.path);
-      res.status = 415;
-      res.set_content(extender::WriteBindingResult("gputopo: compressed bodies are not accepted"),
-                      kJson);
-      return httplib::Server::HandlerResponse::Handled;
+Route ExtenderServer::Impl::Routes(std::string_view method, std::string_view path) {
+  if (method == "POST") {
+    if (IsVerb(path, "filter")) {
+      return {Lane::kVerbs, [this](const auto& req, auto& res) { HandleFilter(req, res); }};
     }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-  server.set_error_handler(
-      [max = options.max_body_bytes](const httplib::Request& req, httplib::Response& res) {
-        if (res.status == 413) {
-          spdlog::warn("rejected {} {}: body larger than {} bytes", req.method, req.path, max);
-          res.set_content(extender::WriteBindingResult("gputopo: request body larger than " +
-                                                       std::to_string(max) + " bytes"),
-                          kJson);
-        } else if (res.body.empty()) {
-          res.set_content("gputopo: " + std::to_string(res.status) + " " + req.path + "\n",
-                          "text/plain");
-        }
-      });
-  server.set_exception_handler(
-      [](const httplib::Request& req, httplib::Response& res, std::exception_ptr) {
-        spdlog::error("internal error serving {} {}", req.method, req.path);
-        res.status = 500;
-        res.set_content("gputopo: internal error\n", "text/plain");
-      });
-
-  server.Post(R"((/.*)?/filter)", [this](const auto& req, auto& res) { HandleFilter(req, res); });
-  server.Post(R"((/.*)?/prioritize)",
-              [this](const auto& req, auto& res) { HandlePrioritize(req, res); });
-  server.Post(R"((/.*)?/bind)", [this](const auto& req, auto& res) { HandleBind(req, res); });
-
-  server.Get("/healthz", [](const auto&, auto& res) { res.set_content("ok\n", "text/plain"); });
-  server.Get("/readyz", [this](const auto&, auto& res) {
-    const bool ready = deps.ready();
-    res.status = ready ? 200 : 503;
-    res.set_content(ready ? "ok\n" : "cache not synced\n", "text/plain");
-  });
-  server.Get("/debug", [this](const auto&, auto& res) {
-    res.set_content(RenderIndex(deps.context.state.Counts(), deps.context.default_preset,
-                                deps.context.presets.Names()),
-                    kJson);
-  });
-  server.Get("/debug/decisions", [this](const auto&, auto& res) {
-    recorder->Flush();
-    res.set_content(RenderDecisions(deps.context.decisions.Recent(200)), kJson);
-  });
-  server.Get(R"(/debug/pods/([^/]+)/([^/]+))", [this](const auto& req, auto& res) {
-    const std::string key = req.matches[1].str() + "/" + req.matches[2].str();
-    recorder->Flush();
-    std::optional<service::PodHistory> history = deps.context.decisions.ForPod(key);
-    if (!history) {
-      res.status = 404;
-      res.set_content("no recent decision for pod " + key + "\n", "text/plain");
-      return;
+    if (IsVerb(path, "prioritize")) {
+      return {Lane::kVerbs, [this](const auto& req, auto& res) { HandlePrioritize(req, res); }};
     }
-    res.set_content(RenderPod(key, *history, options.debug_max_nodes), kJson);
-  });
-  server.Get("/debug/nodes", [this](const auto&, auto& res) {
-    res.set_content(RenderNodes(*deps.context.state.Snapshot()), kJson);
-  });
-  server.Get(R"(/debug/nodes/([^/]+))", [this](const auto& req, auto& res) {
-    auto snapshot = deps.context.state.Snapshot();
-    const policies::NodeState* node = snapshot->Find(req.matches[1].str());
-    if (node == nullptr) {
-      res.status = 404;
-      res.set_content("unknown node " + req.matches[1].str() + "\n", "text/plain");
-      return;
+    if (IsVerb(path, "bind")) {
+      return {Lane::kBind, [this](const auto& req, auto& res) { HandleBind(req, res); }};
     }
-    res.set_content(RenderNode(*node), kJson);
-  });
-  if (deps.metrics != nullptr) {
-    server.Get("/metrics", [this](const auto&, auto& res) {
-      recorder->Flush();
-      res.set_content(deps.metrics->Render(), std::string(observability::kExpositionContentType));
-    });
+    return {};
   }
-  server.Get("/debug/snapshot",
-             [this](const auto&, auto& res) { res.set_content(deps.list_snapshot(), kJson); });
+  if (method != "GET") return {};
+  if (path == "/healthz") {
+    return {Lane::kInline, [](const auto&, auto& res) { SetText(res, 200, "ok\n"); }};
+  }
+  if (path == "/readyz") {
+    return {Lane::kInline, [this](const auto&, auto& res) {
+              if (server.stopping()) return SetText(res, 503, "shutting down\n");
+              if (!deps.ready()) return SetText(res, 503, "cache not synced\n");
+              SetText(res, 200, "ok\n");
+            }};
+  }
+  if (path == "/metrics" && deps.metrics != nullptr) {
+    return {Lane::kAdmin, [this](const auto&, auto& res) {
+              recorder->Flush();
+              res.body = deps.metrics->Render();
+              res.content_type = std::string(observability::kExpositionContentType);
+            }};
+  }
+  if (path == "/debug" || path.substr(0, 7) == "/debug/") {
+    return {Lane::kAdmin, [this](const auto& req, auto& res) { HandleDebug(req.path, res); }};
+  }
+  return {};
+}
+
+void ExtenderServer::Impl::HandleDebug(std::string_view path, HttpResponse& res) {
+  if (path == "/debug") {
+    return SetJson(res, RenderIndex(deps.context.state.Counts(), deps.context.default_preset,
+                                    deps.context.presets.Names()));
+  }
+  if (path == "/debug/decisions") {
+    recorder->Flush();
+    return SetJson(res, RenderDecisions(deps.context.decisions.Recent(200)));
+  }
+  if (path == "/debug/nodes") return SetJson(res, RenderNodes(*deps.context.state.Snapshot()));
+  if (path == "/debug/snapshot") return SetJson(res, deps.list_snapshot());
+  if (std::optional<std::string_view> name = After(path, "/debug/nodes/");
+      name && !name->empty() && name->find('/') == std::string_view::npos) {
+    auto snapshot = deps.context.state.Snapshot();
+    const policies::NodeState* node = snapshot->Find(std::string(*name));
+    if (node == nullptr) return SetText(res, 404, "unknown node " + std::string(*name) + "\n");
+    return SetJson(res, RenderNode(*node));
+  }
+  if (std::optional<std::string_view> rest = After(path, "/debug/pods/")) {
+    const size_t slash = rest->find('/');
+    if (slash != std::string_view::npos && slash > 0 && slash + 1 < rest->size() &&
+        rest->find('/', slash + 1) == std::string_view::npos) {
+      const std::string key(*rest);
+      recorder->Flush();
+      std::optional<service::PodHistory> history = deps.context.decisions.ForPod(key);
+      if (!history) return SetText(res, 404, "no recent decision for pod " + key + "\n");
+      return SetJson(res, RenderPod(key, *history, options.debug_max_nodes));
+    }
+  }
+  SetText(res, 404, "gputopo: 404 " + std::string(path) + "\n");
 }
 
 ExtenderServer::ExtenderServer(ServerOptions options, ServerDependencies deps)
-    : impl_(std::make_unique<Impl>(std::move(options), std::move(deps))) {
-  impl_->Routes();
-}
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(deps))) {}
 
 ExtenderServer::~ExtenderServer() { Stop(); }
 
 Status ExtenderServer::Start() {
-  const ServerOptions& o = impl_->options;
-  if (!impl_->server.is_valid()) {
-    return InvalidArgument("cannot load the TLS certificate " + o.tls_cert_file + " and key " +
-                           o.tls_key_file);
-  }
-  if (o.port == 0) {
-    port_ = impl_->server.bind_to_any_port(o.host);
-  } else {
-    port_ = impl_->server.bind_to_port(o.host, o.port) ? o.port : -1;
-  }
-  if (port_ <= 0) {
-    return Unavailable("cannot listen on " + o.host + ":" + std::to_string(o.port));
-  }
-  impl_->thread = std::thread([this] { impl_->server.listen_after_bind(); });
+  if (Status s = impl_->server.Start(); !s.ok()) return s;
+  port_ = impl_->server.port();
   return Status::Ok();
 }
 
-void ExtenderServer::RequestStop() { impl_->server.stop(); }
+void ExtenderServer::RequestStop() { impl_->server.RequestStop(); }
+
+bool ExtenderServer::stopping() const { return impl_->server.stopping(); }
 
 void ExtenderServer::Stop() {
   RequestStop();
@@ -319,7 +321,10 @@ void ExtenderServer::Stop() {
 }
 
 void ExtenderServer::Wait() {
-  if (impl_->thread.joinable()) impl_->thread.join();
+  impl_->server.Wait();
+  impl_->recorder->Flush();  // every answered cycle is in the DecisionLog
 }
+
+HttpServerStats ExtenderServer::TransportStats() const { return impl_->server.Stats(); }
 
 }  // namespace gputopo::http

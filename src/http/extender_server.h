@@ -1,4 +1,5 @@
-// ExtenderServer: gputopo's HTTP face (cpp-httplib).
+// ExtenderServer: gputopo's HTTP face, on HttpServer (event-driven; see http_server.h for the
+// lanes, deadlines and byte limits).
 //
 //   POST <prefix>/filter, <prefix>/prioritize, <prefix>/bind   kube-scheduler extender verbs
 //   GET  /healthz, /readyz                                      probes
@@ -8,19 +9,22 @@
 //
 // Bad requests get the protocol's error: the Error field for filter and bind (kube-scheduler
 // shows it on the pod), HTTP 400 for prioritize (which has no error field), 413 for a body over
-// the limit, 415 for a compressed body. One log line per request.
+// the limit, 415 for a compressed body, 503 with Retry-After when the bodies in flight would
+// exceed their budget. One log line per request. Lanes: probes on the I/O thread, filter and
+// prioritize on the verb pool, bind on its own pool, /debug and /metrics on the admin pool.
 //
-// Thread safety: Start/Stop from one thread; requests are served concurrently by a pool.
+// Thread safety: Start/Stop from one thread; RequestStop from any; requests are served
+// concurrently.
 #ifndef GPUTOPO_SRC_HTTP_EXTENDER_SERVER_H_
 #define GPUTOPO_SRC_HTTP_EXTENDER_SERVER_H_
 
-#include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "gputopo/status.h"
+#include "src/http/http_server.h"
 #include "src/observability/metrics.h"
 #include "src/service/binder.h"
 #include "src/service/extender_service.h"
@@ -29,9 +33,20 @@ namespace gputopo::http {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8888;                     // 0: any free port
-  size_t max_body_bytes = 256u << 20;  // larger requests get 413
-  int threads = 8;
+  int port = 8888;                    // 0: any free port
+  size_t max_body_bytes = 64u << 20;  // larger requests get 413
+  // All bodies being read or handled at once; see docs/operations.md for how the defaults fit
+  // the container's memory limit.
+  size_t max_inflight_body_bytes = 96u << 20;
+  int threads = 4;        // filter and prioritize
+  int bind_threads = 32;  // binds (each waits on one API call)
+  std::chrono::milliseconds idle_timeout{std::chrono::seconds(120)};
+  std::chrono::milliseconds header_timeout{std::chrono::seconds(10)};
+  std::chrono::milliseconds body_timeout{std::chrono::seconds(30)};
+  // After RequestStop, how long requests in flight may take to finish.
+  std::chrono::milliseconds grace_period{std::chrono::seconds(10)};
+  // Returns freed heap memory to the system after large bodies (HttpServerOptions); may be empty.
+  std::function<void()> release_memory;
   size_t debug_max_nodes = 200;  // nodes listed per cycle on /debug/pods
   std::string tls_cert_file;     // both set: serve HTTPS (extender enableHTTPS)
   std::string tls_key_file;
@@ -65,10 +80,14 @@ class ExtenderServer {
   Status Start();
   // The port bound (useful with port 0).
   int port() const { return port_; }
-  // Asks the server to stop; safe from any thread (a signal-handling thread, say).
+  // Stops accepting, makes /readyz answer 503, closes idle connections and lets requests in
+  // flight finish; safe from any thread (a signal-handling thread, say).
   void RequestStop();
-  // Blocks until the server has stopped (after RequestStop). Call from one thread only.
+  bool stopping() const;
+  // Blocks until the server has stopped (after RequestStop): requests in flight answered, or
+  // the grace period over. Call from one thread only.
   void Wait();
+  HttpServerStats TransportStats() const;
   // RequestStop() then Wait(). Idempotent.
   void Stop();
 

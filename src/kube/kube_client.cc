@@ -276,16 +276,27 @@ Status KubeClient::AnnotatePod(const PodRef& pod, std::string_view resource_vers
   return Status::Ok();
 }
 
-Status KubeClient::BindPod(const PodRef& pod, std::string_view node) {
+Status KubeClient::BindPod(const PodRef& pod, std::string_view resource_version,
+                           std::string_view node, const AnnotationList& annotations) {
   if (!SafeForPath(pod.namespace_name) || !SafeForPath(pod.name)) {
     return InvalidArgument("not a valid pod name: " + pod.Key());
   }
+  // BindingREST copies metadata.annotations onto the pod with spec.nodeName, in one update whose
+  // preconditions are metadata.uid and metadata.resourceVersion (409 when either moved on).
   json binding = {
       {"apiVersion", "v1"},
       {"kind", "Binding"},
       {"metadata", {{"name", pod.name}, {"namespace", pod.namespace_name}}},
       {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", std::string(node)}}}};
   if (!pod.uid.empty()) binding["metadata"]["uid"] = pod.uid;
+  if (!resource_version.empty()) {
+    binding["metadata"]["resourceVersion"] = std::string(resource_version);
+  }
+  if (!annotations.empty()) {
+    json& out = binding["metadata"]["annotations"];
+    out = json::object();
+    for (const auto& [key, value] : annotations) out[key] = value;
+  }
   const std::string path = PodPath(pod) + "/binding";
   Result<Response> response = Call("POST", path, Dump(binding), "application/json");
   if (!response.ok()) return response.status();

@@ -47,7 +47,8 @@ class KubeClient final : public KubeApi {
   Result<PodInfo> GetPod(std::string_view namespace_name, std::string_view name) override;
   Status AnnotatePod(const PodRef& pod, std::string_view resource_version, std::string_view key,
                      std::string_view value) override;
-  Status BindPod(const PodRef& pod, std::string_view node) override;
+  Status BindPod(const PodRef& pod, std::string_view resource_version, std::string_view node,
+                 const AnnotationList& annotations) override;
   Status RecordEvent(const PodRef& pod, std::string_view reason, std::string_view message) override;
 
   // One page of a list (`path` like "/api/v1/pods"): the raw NodeList/PodList body.

@@ -83,44 +83,25 @@ Status Binder::BindOnce(const extender::BindingArgs& args, BindRecord& record) c
   std::string assigned;
   for (const std::string& gpu : record.gpus) assigned += (assigned.empty() ? "" : ",") + gpu;
   const PodRef ref{pod.namespace_name, pod.name, pod.uid};
+  const AnnotationList annotations = {{std::string(kAnnotationAssignedGpus), assigned}};
 
-  // 1. The annotation, guarded by uid and resourceVersion.
-  Status annotated =
-      kube_.AnnotatePod(ref, pod.resource_version, kAnnotationAssignedGpus, assigned);
-  if (annotated.code() == StatusCode::kConflict) {
-    // Our copy of the pod may be stale (another controller touched it): read it again, and try
-    // once more if it is still this incarnation and still unbound.
-    Result<PodInfo> now = kube_.GetPod(pod.namespace_name, pod.name);
-    if (now.ok() && now->uid == pod.uid && now->node_name.empty()) {
-      annotated = kube_.AnnotatePod(ref, now->resource_version, kAnnotationAssignedGpus, assigned);
-    }
-  }
-  if (!annotated.ok() && Ambiguous(annotated)) {
-    // The patch may have been applied: look before deciding.
-    Result<PodInfo> now = kube_.GetPod(pod.namespace_name, pod.name);
-    if (now.ok() && now->uid == pod.uid &&
-        FindAnnotation(now->annotations, kAnnotationAssignedGpus) == assigned) {
-      annotated = Status::Ok();
-    }
-  }
-  if (!annotated.ok()) {
-    // Not bound either way, so the GPUs are free again; a stale annotation on an unbound pod is
-    // ignored by every reader and overwritten by the next bind.
-    context_.state.CancelReservation(pod.uid);
-    return annotated.WithContext("writing " + std::string(kAnnotationAssignedGpus));
-  }
-
-  // 2. The Binding.
-  Status bound = kube_.BindPod(ref, args.node);
+  // One write: the Binding carries the annotation, guarded by the pod's uid and resourceVersion.
+  Status bound = kube_.BindPod(ref, pod.resource_version, args.node, annotations);
   if (!bound.ok() && (Ambiguous(bound) || bound.code() == StatusCode::kConflict)) {
-    // A timed-out bind may have succeeded, and a 409 may be our own earlier attempt: ask the
-    // API server where the pod is before freeing anything (releasing GPUs of a pod that did get
-    // bound is how other GPU schedulers double-allocate).
+    // A timed-out Binding may have landed, a 409 may be our own earlier attempt or only a stale
+    // resourceVersion (another controller touched the pod): ask the API server where the pod is
+    // before freeing anything (releasing GPUs of a pod that did get bound is how other GPU
+    // schedulers double-allocate).
     Result<PodInfo> now = kube_.GetPod(pod.namespace_name, pod.name);
-    if (now.ok() && now->uid == pod.uid && now->node_name == args.node) {
+    const bool same_pod = now.ok() && now->uid == pod.uid;
+    if (same_pod && now->node_name == args.node &&
+        FindAnnotation(now->annotations, kAnnotationAssignedGpus) == assigned) {
       bound = Status::Ok();
-    } else if (now.ok() && now->uid == pod.uid && !now->node_name.empty()) {
+    } else if (same_pod && !now->node_name.empty()) {
       bound = Conflict("pod " + pod.Key() + " was bound to node " + now->node_name);
+    } else if (same_pod && bound.code() == StatusCode::kConflict && !now->deletion_requested) {
+      // Unbound, so the 409 was our stale copy: once more with the current resourceVersion.
+      bound = kube_.BindPod(ref, now->resource_version, args.node, annotations);
     } else if (Ambiguous(bound) && !(now.ok() && now->uid != pod.uid)) {
       // Not bound yet, or we cannot tell - but a timed-out Binding can still land after we
       // looked. Keep the GPUs reserved: the watch turns the reservation into a placement when
@@ -132,20 +113,22 @@ Status Binder::BindOnce(const extender::BindingArgs& args, BindRecord& record) c
     }
   }
   if (!bound.ok()) {
+    // Not bound, so the GPUs are free again (the annotation travels with the Binding: a pod is
+    // never left annotated but unbound).
     context_.state.CancelReservation(pod.uid);
     return bound.WithContext("creating the Binding");
   }
   context_.state.ConfirmBinding(pod.uid, args.node);
 
-  // 3. Tell people, on the pod: best effort.
-  std::string message =
-      "gputopo assigned " + record.placement + " on node " + args.node + " (" + assigned + ")";
-  for (const policies::ComponentResult& c : record.components) {
-    message +=
-        "; " + c.name + " " + std::to_string(static_cast<int>(c.score + 0.5)) + ": " + c.detail;
-  }
-  if (Status s = kube_.RecordEvent(ref, "GPUsAssigned", message); !s.ok()) {
-    record.event_error = s.message();
+  // Tell people, on the pod: best effort, off the request path. The GPUs' identities are in
+  // the annotation; the message says where they are and why.
+  if (events_ != nullptr) {
+    std::string message = "gputopo assigned " + record.placement + " on node " + args.node;
+    for (const policies::ComponentResult& c : record.components) {
+      message +=
+          "; " + c.name + " " + std::to_string(static_cast<int>(c.score + 0.5)) + ": " + c.detail;
+    }
+    record.event_dropped = !events_->Submit(ref, "GPUsAssigned", std::move(message));
   }
   return Status::Ok();
 }

@@ -191,11 +191,18 @@ Status InMemoryCluster::AnnotatePod(const PodRef& pod, std::string_view resource
   return ReplacePodLocked(slot, Dump(object));
 }
 
-Status InMemoryCluster::BindPod(const PodRef& pod, std::string_view node) {
+Status InMemoryCluster::BindPod(const PodRef& pod, std::string_view resource_version,
+                                std::string_view node, const AnnotationList& annotations) {
   std::lock_guard<std::mutex> lock(mutex_);
   Result<PodSlot*> found = FindPodLocked(pod);
   if (!found.ok()) return found.status();
   PodSlot& slot = **found;
+  if (!resource_version.empty() && slot.info.resource_version != resource_version) {
+    return Conflict("Operation cannot be fulfilled on pods \"" + pod.name +
+                    "\": Precondition failed: ResourceVersion in precondition: " +
+                    std::string(resource_version) +
+                    ", ResourceVersion in object meta: " + slot.info.resource_version);
+  }
   if (!slot.info.node_name.empty()) {
     return Conflict("Operation cannot be fulfilled on pods/binding \"" + pod.name + "\": pod " +
                     pod.name + " is already assigned to node \"" + slot.info.node_name + "\"");
@@ -203,6 +210,11 @@ Status InMemoryCluster::BindPod(const PodRef& pod, std::string_view node) {
   json object = json::parse(items_[slot.item].json, nullptr, /*allow_exceptions=*/false);
   if (object.is_discarded()) return Internal("stored pod is not JSON");
   object["spec"]["nodeName"] = std::string(node);
+  if (!annotations.empty()) {
+    json& target = object["metadata"]["annotations"];
+    if (!target.is_object()) target = json::object();
+    for (const auto& [key, value] : annotations) target[key] = value;
+  }
   json& conditions = object["status"]["conditions"];
   if (!conditions.is_array()) conditions = json::array();
   conditions.push_back({{"type", "PodScheduled"}, {"status", "True"}});

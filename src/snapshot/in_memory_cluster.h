@@ -50,7 +50,8 @@ class InMemoryCluster final : public KubeApi {
   Result<PodInfo> GetPod(std::string_view namespace_name, std::string_view name) override;
   Status AnnotatePod(const PodRef& pod, std::string_view resource_version, std::string_view key,
                      std::string_view value) override;
-  Status BindPod(const PodRef& pod, std::string_view node) override;
+  Status BindPod(const PodRef& pod, std::string_view resource_version, std::string_view node,
+                 const AnnotationList& annotations) override;
   // Appends a v1 Event to the cluster (ListJson shows it).
   Status RecordEvent(const PodRef& pod, std::string_view reason, std::string_view message) override;
 

@@ -21,6 +21,13 @@ namespace {
 using nlohmann::json;
 using testing::FakeApiServer;
 
+// The deadline of a call whose answer the test expects: long enough that no slow run (TSan, a
+// loaded machine) makes it expire before the fake server answers.
+constexpr std::chrono::milliseconds kAnswerDeadline = std::chrono::seconds(120);
+// The deadline of a call the test wants to time out. The server holds that reply until the test
+// releases it, after the call has returned, so the outcome does not depend on this value.
+constexpr std::chrono::milliseconds kExpiringDeadline = std::chrono::milliseconds(200);
+
 class KubeClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -28,7 +35,7 @@ class KubeClientTest : public ::testing::Test {
     ASSERT_TRUE(server_.Start());
     config_.server = server_.base_url();
   }
-  KubeClient Client(std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+  KubeClient Client(std::chrono::milliseconds timeout = kAnswerDeadline) {
     ClientOptions options;
     options.request_timeout = timeout;
     return KubeClient(config_, options, clock_);
@@ -80,13 +87,24 @@ TEST_F(KubeClientTest, AnnotateHonoursUidAndResourceVersionPreconditions) {
 TEST_F(KubeClientTest, BindCreatesTheBindingOnceAndRecordsEvents) {
   auto created = server_.CreatePod(testing::GpuPod("ml", "a", 1));
   const PodRef ref{"ml", "a", (*created)["metadata"]["uid"]};
+  const std::string rv = (*created)["metadata"]["resourceVersion"];
   KubeClient client = Client();
-  EXPECT_TRUE(client.BindPod(ref, "node-1").ok());
-  EXPECT_EQ((*server_.GetPodObject("ml", "a"))["spec"]["nodeName"], "node-1");
-  Status again = client.BindPod(ref, "node-2");
+  const AnnotationList assigned = {{"gputopo.io/assigned-gpus", "GPU-a,GPU-b"}};
+  // A resourceVersion that is not current fails the precondition, and nothing is written.
+  EXPECT_EQ(client.BindPod(ref, "1", "node-1", assigned).code(), StatusCode::kConflict);
+  EXPECT_FALSE((*server_.GetPodObject("ml", "a"))["spec"].contains("nodeName"));
+  EXPECT_EQ(client.BindPod({"ml", "a", "other-uid"}, "", "node-1", assigned).code(),
+            StatusCode::kConflict);
+  // One request sets spec.nodeName and the annotation together.
+  EXPECT_TRUE(client.BindPod(ref, rv, "node-1", assigned).ok());
+  const json bound = *server_.GetPodObject("ml", "a");
+  EXPECT_EQ(bound["spec"]["nodeName"], "node-1");
+  EXPECT_EQ(bound["metadata"]["annotations"]["gputopo.io/assigned-gpus"], "GPU-a,GPU-b");
+  EXPECT_EQ(server_.RequestCount("PATCH", "/api/v1/namespaces/ml/pods/a"), 0u);
+  Status again = client.BindPod(ref, "", "node-2", assigned);
   EXPECT_EQ(again.code(), StatusCode::kConflict);
   EXPECT_NE(again.message().find("already assigned"), std::string::npos);
-  EXPECT_EQ(client.BindPod({"ml", "gone", ""}, "node-1").code(), StatusCode::kNotFound);
+  EXPECT_EQ(client.BindPod({"ml", "gone", ""}, "", "node-1", {}).code(), StatusCode::kNotFound);
   EXPECT_TRUE(client.RecordEvent(ref, "GPUsAssigned", "GPUs 0,1").ok());
   ASSERT_EQ(server_.Events().size(), 1u);
   const json event = server_.Events().front();
@@ -98,16 +116,19 @@ TEST_F(KubeClientTest, BindCreatesTheBindingOnceAndRecordsEvents) {
 
 TEST_F(KubeClientTest, FailuresMapToStatusCodes) {
   ASSERT_TRUE(server_.CreatePod(testing::GpuPod("ml", "a", 1)).has_value());
-  KubeClient client = Client(std::chrono::milliseconds(300));
+  KubeClient client = Client();
   server_.FailNext("GET", "/api/v1/namespaces/ml/pods/a", 500);
   EXPECT_EQ(client.GetPod("ml", "a").status().code(), StatusCode::kUnavailable);
   server_.FailNext("GET", "/api/v1/namespaces/ml/pods/a", 429);
   EXPECT_EQ(client.GetPod("ml", "a").status().code(), StatusCode::kUnavailable);
   server_.FailNext("GET", "/api/v1/namespaces/ml/pods/a", 403);
   EXPECT_EQ(client.GetPod("ml", "a").status().code(), StatusCode::kFailedPrecondition);
-  server_.DelayNext("GET", "/api/v1/namespaces/ml/pods/a", std::chrono::milliseconds(1500));
-  EXPECT_EQ(client.GetPod("ml", "a").status().code(), StatusCode::kDeadlineExceeded);
-  EXPECT_TRUE(client.GetPod("ml", "a").ok());  // and it recovers
+  // No answer before the deadline: the server holds this one until the call has given up.
+  KubeClient impatient = Client(kExpiringDeadline);
+  server_.HoldNext("GET", "/api/v1/namespaces/ml/pods/a");
+  EXPECT_EQ(impatient.GetPod("ml", "a").status().code(), StatusCode::kDeadlineExceeded);
+  server_.ReleaseHeld();
+  EXPECT_TRUE(client.GetPod("ml", "a").ok());  // and the server answers again
   // Nothing listens on a closed port.
   config_.server = "http://127.0.0.1:1";
   EXPECT_EQ(Client().GetPod("ml", "a").status().code(), StatusCode::kUnavailable);
@@ -162,7 +183,7 @@ TEST_F(KubeClientTest, ListPagesAndWatchLines) {
         },
         stop);
   });
-  ASSERT_TRUE(server_.WaitForOpenWatches(1, std::chrono::seconds(5)));
+  ASSERT_TRUE(server_.WaitForOpenWatches(1, kAnswerDeadline));
   ASSERT_TRUE(server_.CreatePod(testing::GpuPod("ml", "late", 1)).has_value());
   ASSERT_TRUE(server_.DeletePod("ml", "p0"));
   watcher.join();

@@ -1,0 +1,71 @@
+#include "src/service/event_queue.h"
+
+#include <utility>
+
+namespace gputopo::service {
+
+EventQueue::EventQueue(KubeApi& kube, size_t capacity, const std::function<void()>& thread_start)
+    : kube_(kube), capacity_(capacity), thread_([this, thread_start] {
+        if (thread_start) thread_start();
+        Run();
+      }) {}
+
+EventQueue::~EventQueue() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  work_.notify_one();
+  thread_.join();
+}
+
+bool EventQueue::Submit(PodRef pod, std::string reason, std::string message) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (pending_.size() >= capacity_) {
+      ++stats_.dropped;
+      return false;
+    }
+    pending_.push_back({std::move(pod), std::move(reason), std::move(message)});
+    ++queued_;
+  }
+  work_.notify_one();
+  return true;
+}
+
+bool EventQueue::Drain(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const uint64_t target = queued_;
+  return done_.wait_for(lock, timeout, [&] { return finished_ >= target; });
+}
+
+EventQueueStats EventQueue::Stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  EventQueueStats out = stats_;
+  out.pending = pending_.size();
+  return out;
+}
+
+void EventQueue::Run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    work_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
+    if (stopping_) {
+      stats_.dropped += pending_.size();
+      finished_ += pending_.size();
+      pending_.clear();
+      done_.notify_all();
+      return;
+    }
+    Event event = std::move(pending_.front());
+    pending_.pop_front();
+    lock.unlock();
+    const Status status = kube_.RecordEvent(event.pod, event.reason, event.message);
+    lock.lock();
+    ++(status.ok() ? stats_.posted : stats_.failed);
+    ++finished_;
+    done_.notify_all();
+  }
+}
+
+}  // namespace gputopo::service
