@@ -203,8 +203,54 @@ void UseJsonLogs(spdlog::logger& logger) {
   logger.set_formatter(std::make_unique<JsonFormatter>());
 }
 
+void AppendControlEscaped(std::string_view text, std::string& out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7F) {
+      out.push_back(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      out += "\\x";
+      out.push_back(kHex[u >> 4]);
+      out.push_back(kHex[u & 0xF]);
+    }
+  }
+}
+
+TextFormatter::TextFormatter()
+    : pattern_(std::make_unique<spdlog::pattern_formatter>(std::string(kTextLogPattern))) {}
+
+void TextFormatter::format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) {
+  const std::string_view payload(msg.payload.data(), msg.payload.size());
+  bool clean = true;
+  for (const char c : payload) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7F) {
+      clean = false;
+      break;
+    }
+  }
+  if (clean) return pattern_->format(msg, dest);
+  std::string escaped;
+  escaped.reserve(payload.size() + 16);
+  AppendControlEscaped(payload, escaped);
+  spdlog::details::log_msg copy = msg;
+  copy.payload = spdlog::string_view_t(escaped.data(), escaped.size());
+  pattern_->format(copy, dest);
+}
+
+std::unique_ptr<spdlog::formatter> TextFormatter::clone() const {
+  return std::make_unique<TextFormatter>();
+}
+
 void UseTextLogs(spdlog::logger& logger) {
-  logger.set_formatter(std::make_unique<spdlog::pattern_formatter>(std::string(kTextLogPattern)));
+  logger.set_formatter(std::make_unique<TextFormatter>());
 }
 
 }  // namespace gputopo::observability

@@ -49,6 +49,22 @@ class JsonFormatter final : public spdlog::formatter {
   size_t cached_size_ = 0;
 };
 
+// The text format: kTextLogPattern, with the message's control characters escaped (line feed,
+// carriage return and tab as \n, \r, \t, others and DEL as \xNN), so that input echoed in a
+// message (a pod name with a newline) cannot forge log lines.
+class TextFormatter final : public spdlog::formatter {
+ public:
+  TextFormatter();
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override;
+  std::unique_ptr<spdlog::formatter> clone() const override;
+
+ private:
+  std::unique_ptr<spdlog::formatter> pattern_;
+};
+
+// Appends `text` with control characters escaped as TextFormatter does.
+void AppendControlEscaped(std::string_view text, std::string& out);
+
 // Appends `text` as the contents of a JSON string (without the quotes), escaped as above.
 void AppendJsonEscaped(std::string_view text, std::string& out);
 void AppendJsonEscaped(std::string_view text, spdlog::memory_buf_t& out);

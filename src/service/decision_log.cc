@@ -21,30 +21,82 @@ const std::string& CycleRecord::NodeName(const NodeRef& ref) const {
   return StateOf(ref).name();
 }
 
+namespace {
+
+size_t BytesOf(const std::string& s) { return sizeof(std::string) + s.capacity(); }
+
+size_t BytesOf(const DecisionRecord& record) {
+  return std::visit([](const auto& r) { return ApproxBytes(*r); }, record);
+}
+
+size_t BytesOf(const PodHistory& h) {
+  return (h.filter ? ApproxBytes(*h.filter) : 0) + (h.prioritize ? ApproxBytes(*h.prioritize) : 0) +
+         (h.bind ? ApproxBytes(*h.bind) : 0);
+}
+
+}  // namespace
+
+size_t ApproxBytes(const CycleRecord& r) {
+  size_t n = sizeof(CycleRecord) + r.pod_key.capacity() + r.pod_uid.capacity() +
+             r.requirements.capacity() + r.preset.capacity() + r.error.capacity() +
+             r.normalization.capacity();
+  n += r.nodes.capacity() * sizeof(CycleRecord::NodeRef);
+  n += r.node_states.capacity() * sizeof(r.node_states[0]);
+  n += r.owners.capacity() * sizeof(r.owners[0]);
+  n += r.priorities.capacity() * sizeof(int);
+  for (const std::string& name : r.unknown_nodes) n += BytesOf(name);
+  for (const auto& [reason, count] : r.failure_reasons) n += 64 + BytesOf(reason);  // tree node
+  return n;
+}
+
+size_t ApproxBytes(const BindRecord& r) {
+  size_t n = sizeof(BindRecord) + r.pod_key.capacity() + r.pod_uid.capacity() + r.node.capacity() +
+             r.placement.capacity() + r.error.capacity();
+  for (const std::string& gpu : r.gpus) n += BytesOf(gpu);
+  for (const policies::ComponentResult& c : r.components) {
+    n += sizeof(c) + c.name.capacity() + c.detail.capacity();
+  }
+  return n;
+}
+
 PodHistory& DecisionLog::PodLocked(const std::string& pod_key) {
   auto [it, inserted] = pods_.try_emplace(pod_key);
   if (inserted) {
     pod_order_.push_back(pod_key);
-    while (pod_order_.size() > max_pods_) {
-      pods_.erase(pod_order_.front());
-      pod_order_.pop_front();
-    }
-    return pods_[pod_key];
+    pods_bytes_ += 2 * BytesOf(pod_key);
   }
   return it->second;
+}
+
+void DecisionLog::TrimPodsLocked() {
+  // The newest pod always stays, whatever its size.
+  while (pod_order_.size() > 1 && (pod_order_.size() > max_pods_ || pods_bytes_ > max_bytes_)) {
+    auto it = pods_.find(pod_order_.front());
+    pods_bytes_ -= BytesOf(it->second) + 2 * BytesOf(it->first);
+    pods_.erase(it);
+    pod_order_.pop_front();
+  }
 }
 
 void DecisionLog::AddLocked(DecisionRecord record, uint64_t sequence) {
   auto at = events_.end();  // almost always the end: look from there
   while (at != events_.begin() && std::prev(at)->first > sequence) --at;
+  events_bytes_ += BytesOf(record);
   events_.emplace(at, sequence, std::move(record));
-  while (events_.size() > max_events_) events_.pop_front();
+  while (events_.size() > 1 && (events_.size() > max_events_ || events_bytes_ > max_bytes_)) {
+    events_bytes_ -= BytesOf(events_.front().second);
+    events_.pop_front();
+  }
 }
 
 template <typename Record>
 void DecisionLog::AddLocked(std::shared_ptr<const Record>& latest,
                             const std::shared_ptr<const Record>& record) {
-  if (latest == nullptr || latest->sequence < record->sequence) latest = record;
+  if (latest == nullptr || latest->sequence < record->sequence) {
+    pods_bytes_ += ApproxBytes(*record);
+    if (latest != nullptr) pods_bytes_ -= ApproxBytes(*latest);
+    latest = record;
+  }
   AddLocked(record, record->sequence);
 }
 
@@ -52,11 +104,13 @@ void DecisionLog::Add(std::shared_ptr<const CycleRecord> record) {
   std::lock_guard<std::mutex> lock(mutex_);
   PodHistory& history = PodLocked(record->pod_key);
   AddLocked(record->verb == Verb::kFilter ? history.filter : history.prioritize, record);
+  TrimPodsLocked();
 }
 
 void DecisionLog::Add(std::shared_ptr<const BindRecord> record) {
   std::lock_guard<std::mutex> lock(mutex_);
   AddLocked(PodLocked(record->pod_key).bind, record);
+  TrimPodsLocked();
 }
 
 std::vector<DecisionRecord> DecisionLog::Recent(size_t limit) const {

@@ -2,8 +2,10 @@
 //
 // Records are immutable and shared: a cycle record keeps the evaluations it made and the
 // cluster snapshot they were made on, so /debug can render every node's verdict and score split
-// later without the request path paying for it. Bounded: the last `max_events` records overall,
-// and the latest filter, prioritize and bind record of the last `max_pods` pods.
+// later without the request path paying for it. Bounded in count and in bytes: the last
+// `max_events` records overall, and the latest filter, prioritize and bind record of the last
+// `max_pods` pods, each set within `max_bytes` (ApproxBytes: what a record holds of its own; the
+// node states and evaluations it shares with the cache are bounded by the trimming at commit).
 //
 // Thread safety: thread-safe.
 #ifndef GPUTOPO_SRC_SERVICE_DECISION_LOG_H_
@@ -99,12 +101,16 @@ struct BindRecord {
   std::string placement;          // islands and NUMA nodes, for people
   double weighted_score = 0.0;    // the node's weighted score for the chosen GPUs
   std::vector<policies::ComponentResult> components;
-  std::string error;        // empty on success
-  std::string event_error;  // recording the Event failed (the bind did not)
+  std::string error;           // empty on success
+  bool event_dropped = false;  // the GPUsAssigned Event did not fit in the EventQueue
 };
 
 using DecisionRecord =
     std::variant<std::shared_ptr<const CycleRecord>, std::shared_ptr<const BindRecord>>;
+
+// The memory a record holds of its own, in bytes (strings, arrays; shared parts as pointers).
+size_t ApproxBytes(const CycleRecord& record);
+size_t ApproxBytes(const BindRecord& record);
 
 struct PodHistory {
   std::shared_ptr<const CycleRecord> filter;
@@ -114,7 +120,8 @@ struct PodHistory {
 
 class DecisionLog {
  public:
-  DecisionLog(size_t max_events, size_t max_pods) : max_events_(max_events), max_pods_(max_pods) {}
+  DecisionLog(size_t max_events, size_t max_pods, size_t max_bytes = 16u << 20)
+      : max_events_(max_events), max_pods_(max_pods), max_bytes_(max_bytes) {}
 
   // Numbers decisions in the order they start. Records are kept in this order whenever they
   // are added: a cycle's record is committed after its reply, possibly after a later bind's.
@@ -134,15 +141,19 @@ class DecisionLog {
   void AddLocked(std::shared_ptr<const Record>& latest,
                  const std::shared_ptr<const Record>& record);
   PodHistory& PodLocked(const std::string& pod_key);
+  void TrimPodsLocked();
 
   const size_t max_events_;
   const size_t max_pods_;
+  const size_t max_bytes_;
   mutable std::mutex mutex_;
   std::atomic<uint64_t> next_sequence_{0};
   // GUARDED_BY(mutex_), by sequence, oldest first.
   std::deque<std::pair<uint64_t, DecisionRecord>> events_;
+  size_t events_bytes_ = 0;                           // GUARDED_BY(mutex_)
   std::unordered_map<std::string, PodHistory> pods_;  // GUARDED_BY(mutex_)
   std::deque<std::string> pod_order_;                 // GUARDED_BY(mutex_), oldest first
+  size_t pods_bytes_ = 0;                             // GUARDED_BY(mutex_)
 };
 
 }  // namespace gputopo::service

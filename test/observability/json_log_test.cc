@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "gputopo/excerpt.h"
+
 namespace gputopo::observability {
 namespace {
 
@@ -140,6 +142,25 @@ TEST_F(JsonLogTest, TextLogsUseThePattern) {
   out_.str("");
   logger_.warn("back");
   EXPECT_EQ(json::parse(out_.str())["msg"], "back");
+}
+
+TEST_F(JsonLogTest, TextLogsEscapeControlCharactersSoNoLineIsForged) {
+  UseTextLogs(logger_);
+  // A pod name from the network with a newline and a fake log line after it.
+  logger_.info("filter pod={} ok", "ml/a\n2026-12-01T00:00:00.000 error forged\r\t\x1b[31m\x7f");
+  const std::vector<std::string> lines = Lines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_THAT(lines[0], ::testing::EndsWith("info filter pod=ml/a\\n2026-12-01T00:00:00.000 error "
+                                            "forged\\r\\t\\x1b[31m\\x7f ok"));
+}
+
+TEST(ExcerptTest, LongInputIsCutWithItsLengthAndNoSplitCharacter) {
+  EXPECT_EQ(Excerpt("short"), "short");
+  const std::string long_name(1u << 20, 'a');
+  const std::string cut = Excerpt(long_name);
+  EXPECT_EQ(cut, std::string(kMaxEchoBytes, 'a') + "...(1048576 bytes)");
+  // "é" is two bytes; cutting at 3 would split the second one.
+  EXPECT_EQ(Excerpt("a\xC3\xA9\xC3\xA9", 4), "a\xC3\xA9...(5 bytes)");
 }
 
 TEST(JsonFormatterTest, TimeIsRfc3339UtcWithMilliseconds) {

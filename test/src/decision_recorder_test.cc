@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "src/service/recent_pods.h"
+
 namespace gputopo::service {
 namespace {
 
@@ -175,6 +177,55 @@ TEST(DecisionLogTest, KeepsDecisionsInTheOrderTheyStartedWhateverOrderTheyArrive
   EXPECT_EQ(history->bind->sequence, 3u);
   const uint64_t first = log.NextSequence();
   EXPECT_LT(first, log.NextSequence());
+}
+
+TEST(DecisionLogTest, BoundedInBytesAsWellAsInCount) {
+  // Records with a 1 MiB error each (an echoed annotation, say) in a log of 4 MiB: however many
+  // arrive, at most four are kept, of the events and of the pods, and the newest always is.
+  DecisionLog log(100, 100, 4u << 20);
+  for (int i = 0; i < 20; ++i) {
+    auto record = Record("ml/p" + std::to_string(i));
+    record->sequence = log.NextSequence();
+    record->error = std::string(1u << 20, 'x');
+    log.Add(std::shared_ptr<const CycleRecord>(record));
+  }
+  const std::vector<DecisionRecord> recent = log.Recent(100);
+  EXPECT_GE(recent.size(), 2u);
+  EXPECT_LE(recent.size(), 4u);
+  EXPECT_EQ(std::get<0>(recent[0])->pod_key, "ml/p19");
+  EXPECT_TRUE(log.ForPod("ml/p19").has_value());
+  EXPECT_FALSE(log.ForPod("ml/p0").has_value());
+  EXPECT_FALSE(log.ForPod("ml/p15").has_value());
+  // Small records are bounded by count, as before.
+  DecisionLog small(3, 100, 4u << 20);
+  for (int i = 0; i < 10; ++i) {
+    auto record = Record("ml/s" + std::to_string(i));
+    record->sequence = small.NextSequence();
+    small.Add(std::shared_ptr<const CycleRecord>(record));
+  }
+  EXPECT_EQ(small.Recent(100).size(), 3u);
+  EXPECT_TRUE(small.ForPod("ml/s0").has_value());  // 10 pods < 100: all kept
+}
+
+TEST(RecentPodsTest, BoundedInBytesAsWellAsInCount) {
+  RecentPods pods(1000, 1u << 20);
+  PodInfo pod;
+  pod.namespace_name = "ml";
+  pod.annotations = {{"gputopo.io/group", std::string(250u << 10, 'g')}};  // 250 KB
+  for (int i = 0; i < 10; ++i) {
+    pod.name = "p" + std::to_string(i);
+    pod.uid = "u" + std::to_string(i);
+    pods.Remember(pod);
+  }
+  EXPECT_LE(pods.bytes(), 1u << 20);
+  EXPECT_TRUE(pods.Find("u9").has_value());
+  EXPECT_FALSE(pods.Find("u0").has_value());
+  // One pod larger than the whole cache is not kept, and evicts nothing.
+  pod.uid = "huge";
+  pod.annotations = {{"gputopo.io/group", std::string(2u << 20, 'h')}};
+  pods.Remember(pod);
+  EXPECT_FALSE(pods.Find("huge").has_value());
+  EXPECT_TRUE(pods.Find("u9").has_value());
 }
 
 TEST(DecisionRecorderTest, DestructionCommitsWhatIsPending) {
