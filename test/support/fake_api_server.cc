@@ -809,6 +809,7 @@ class FakeApiServer::Impl {
                          : [] { return std::chrono::system_clock::now(); }),
         worker_threads_(std::max<size_t>(options.worker_threads, 2)),
         keep_alive_timeout_s_(std::max(options.keep_alive_timeout_s, 1)),
+        keep_alive_max_count_(std::max<size_t>(options.keep_alive_max_count, 1)),
         too_large_wait_(options.too_large_resource_version_wait),
         write_latency_(options.write_latency),
         history_window_(std::max<size_t>(options.history_window, 1)),
@@ -826,6 +827,7 @@ class FakeApiServer::Impl {
     const size_t threads = worker_threads_;
     server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     server_->set_keep_alive_timeout(keep_alive_timeout_s_);
+    server_->set_keep_alive_max_count(keep_alive_max_count_);
     server_->set_tcp_nodelay(true);
     httplib::Server::Handler handler = [this](const httplib::Request& req, httplib::Response& res) {
       Handle(req, res);
@@ -1928,6 +1930,7 @@ class FakeApiServer::Impl {
   const std::function<std::chrono::system_clock::time_point()> now_;
   const size_t worker_threads_;
   const int keep_alive_timeout_s_;
+  const size_t keep_alive_max_count_;
   const std::chrono::milliseconds too_large_wait_;
   const std::chrono::milliseconds write_latency_;
 

@@ -40,6 +40,9 @@ class FakeApiServer {
     size_t worker_threads = 32;
     // How long an idle keep-alive connection is kept open (seconds).
     int keep_alive_timeout_s = 5;
+    // Requests served on one keep-alive connection before the server closes it (httplib's
+    // default; kube-apiserver sets no such limit). At least 1.
+    size_t keep_alive_max_count = 5;
     // How long a list with a resourceVersion newer than the server's waits for it before the
     // 504 "Too large resource version" (the real server waits 3 s).
     std::chrono::milliseconds too_large_resource_version_wait{3000};
