@@ -8,6 +8,7 @@
 #define GPUTOPO_POD_INFO_H_
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,6 +39,10 @@ inline std::optional<std::string_view> FindAnnotation(const AnnotationList& list
   return std::nullopt;
 }
 
+// PodInfo::gpu_request of a pod whose containers' requests add up to more than int64_t holds.
+// No single quantity is that large (the decoder caps each far below), so it means "overflowed".
+inline constexpr int64_t kGpuRequestOverflow = std::numeric_limits<int64_t>::max();
+
 struct PodInfo {
   std::string namespace_name;
   std::string name;
@@ -49,7 +54,8 @@ struct PodInfo {
   // Every container status reports `terminated` (and there is at least one).
   bool containers_terminated = false;
   // Effective `nvidia.com/gpu` request: max(sum over containers, max over init containers),
-  // as kube-scheduler computes it. Requests default to limits for extended resources.
+  // as kube-scheduler computes it. Requests default to limits for extended resources. A sum
+  // that does not fit saturates at kGpuRequestOverflow; it never wraps.
   int64_t gpu_request = 0;
   std::string pod_template_hash;       // label pod-template-hash, if any
   std::vector<OwnerReference> owners;  // metadata.ownerReferences

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <tuple>
 
+#include "gputopo/excerpt.h"
 #include "gputopo/well_known.h"
 
 namespace gputopo::policies {
@@ -18,7 +19,7 @@ std::optional<bool> ParseBool(std::string_view v) {
 }
 
 Status BadAnnotation(std::string_view key, std::string_view value, std::string_view expected) {
-  return InvalidArgument("annotation " + std::string(key) + "='" + std::string(value) +
+  return InvalidArgument("annotation " + std::string(key) + "='" + Excerpt(value) +
                          "' is invalid: expected " + std::string(expected));
 }
 
@@ -86,6 +87,12 @@ std::pair<std::string, std::string> DefaultGroupOf(const PodInfo& pod) {
 
 Result<PodRequirements> RequirementsOf(const PodInfo& pod) {
   PodRequirements req;
+  if (pod.gpu_request == kGpuRequestOverflow) {
+    return InvalidArgument(std::string(kGpuResource) + " request is out of range 0.." +
+                           std::to_string(kMaxGpuRequest) +
+                           ": the containers' requests add up to more than " +
+                           std::to_string(kGpuRequestOverflow));
+  }
   if (pod.gpu_request < 0 || pod.gpu_request > kMaxGpuRequest) {
     return InvalidArgument(std::string(kGpuResource) + " request " +
                            std::to_string(pod.gpu_request) + " is out of range 0.." +

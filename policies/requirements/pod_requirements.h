@@ -57,7 +57,8 @@ struct PodRequirements {
 };
 
 // Error (message names the annotation and the allowed values) when an annotation is invalid or
-// the request is absurd.
+// the request is absurd: outside 0..kMaxGpuRequest, or kGpuRequestOverflow (a sum that did not
+// fit in int64_t).
 Result<PodRequirements> RequirementsOf(const PodInfo& pod);
 
 // The default spread group of a pod and how it was derived (annotation ignored).

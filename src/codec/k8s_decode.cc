@@ -25,13 +25,38 @@ std::string_view StringOrEmpty(value v) {
   return v.get_string();
 }
 
+// A JSON number used as a quantity: a whole number within the limits of a quantity string.
+Result<int64_t> WholeJsonNumber(value v) {
+  int64_t n = 0;
+  if (v.get_int64().get(n) != simdjson::SUCCESS) {
+    std::string_view raw = v.raw_json_token();
+    while (!raw.empty() &&
+           (raw.back() == ' ' || raw.back() == '\t' || raw.back() == '\n' || raw.back() == '\r')) {
+      raw.remove_suffix(1);
+    }
+    return InvalidArgument("quantity " + std::string(raw.substr(0, 64)) +
+                           " is not a whole number of at most " +
+                           std::to_string(kMaxQuantityUnits));
+  }
+  if (n > kMaxQuantityUnits || n < -kMaxQuantityUnits) {
+    return InvalidArgument("quantity " + std::to_string(n) + " is too large");
+  }
+  return n;
+}
+
 // A resource quantity value: normally a JSON string, tolerated as a number. Negative amounts
 // are rejected (the API server never stores one).
 Result<int64_t> WholeQuantity(value v) {
-  Result<int64_t> n = v.type() == json_type::number ? Result<int64_t>(v.get_int64().value())
-                                                    : ParseWholeQuantity(v.get_string());
+  Result<int64_t> n =
+      v.type() == json_type::number ? WholeJsonNumber(v) : ParseWholeQuantity(v.get_string());
   if (n.ok() && *n < 0) return InvalidArgument("quantity " + std::to_string(*n) + " is negative");
   return n;
+}
+
+// a + b for counts that are never negative, saturating at INT64_MAX (kGpuRequestOverflow)
+// instead of wrapping: a wrapped sum could come out as 0 and the pod would need no GPU.
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  return a > kGpuRequestOverflow - b ? kGpuRequestOverflow : a + b;
 }
 
 struct ContainerGpus {
@@ -85,22 +110,24 @@ Result<std::vector<ContainerGpus>> DecodeContainers(value list) {
 }
 
 // kube-scheduler's effective request: regular containers plus sidecars run together; each
-// plain init container runs alone with the sidecars started before it.
+// plain init container runs alone with the sidecars started before it. Every addend is
+// 0..kMaxQuantityUnits; a total beyond int64_t is kGpuRequestOverflow, which RequirementsOf
+// rejects like any other request above its limit.
 int64_t EffectiveRequest(const std::vector<ContainerGpus>& containers,
                          const std::vector<ContainerGpus>& init) {
   int64_t sum = 0;
-  for (const ContainerGpus& c : containers) sum += c.gpus;
+  for (const ContainerGpus& c : containers) sum = SaturatingAdd(sum, c.gpus);
   int64_t sidecars = 0;
   int64_t init_peak = 0;
   for (const ContainerGpus& c : init) {
     if (c.sidecar) {
-      sidecars += c.gpus;
+      sidecars = SaturatingAdd(sidecars, c.gpus);
       init_peak = std::max(init_peak, sidecars);
     } else {
-      init_peak = std::max(init_peak, sidecars + c.gpus);
+      init_peak = std::max(init_peak, SaturatingAdd(sidecars, c.gpus));
     }
   }
-  return std::max(sum + sidecars, init_peak);
+  return std::max(SaturatingAdd(sum, sidecars), init_peak);
 }
 
 Status DecodePodMetadata(value metadata, PodInfo& pod) {

@@ -6,7 +6,7 @@
 namespace gputopo::codec {
 namespace {
 
-constexpr long double kLimitMilli = 9.2e18L;
+constexpr long double kLimitMilli = static_cast<long double>(kMaxQuantityMilli);
 
 // Multiplier of a suffix, or 0 when the suffix is not one Kubernetes knows.
 long double SuffixMultiplier(std::string_view suffix) {
@@ -72,7 +72,9 @@ Result<int64_t> ParseQuantityMilli(std::string_view text) {
   const long double multiplier = SuffixMultiplier(text.substr(i));
   if (multiplier == 0.0L) return InvalidArgument("invalid quantity '" + shown + "'");
   long double milli = value * multiplier * 1000.0L;
-  if (milli > kLimitMilli) return InvalidArgument("quantity '" + shown + "' is too large");
+  // Written so that a NaN (0 times an infinite multiplier where long double is only a double)
+  // is rejected too, before the cast to int64_t below could see it.
+  if (!(milli <= kLimitMilli)) return InvalidArgument("quantity '" + shown + "' is too large");
   // Kubernetes rounds up to the nearest milli.
   milli = std::ceil(milli - 1e-9L);
   return static_cast<int64_t>(negative ? -milli : milli);

@@ -68,6 +68,22 @@ TEST(PodRequirementsTest, AbsurdGpuRequestsAreRejected) {
   }
 }
 
+TEST(PodRequirementsTest, OverflowedRequestIsRejectedSayingTheSumOverflowed) {
+  // The decoder saturates a sum that does not fit at kGpuRequestOverflow; it must not pass as a
+  // small request, and the reason must not read as if the pod asked for exactly INT64_MAX.
+  Result<PodRequirements> req = RequirementsOf(MakePod().Name("p").Gpus(kGpuRequestOverflow).Obj());
+  ASSERT_FALSE(req.ok());
+  EXPECT_EQ(req.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(req.status().message(), HasSubstr("nvidia.com/gpu request is out of range 0..4096"));
+  EXPECT_THAT(req.status().message(), HasSubstr("add up to more than 9223372036854775807"));
+}
+
+TEST(PodRequirementsTest, RequestsJustAroundTheLimit) {
+  EXPECT_TRUE(RequirementsOf(MakePod().Name("p").Gpus(kMaxGpuRequest - 1).Obj()).ok());
+  EXPECT_FALSE(RequirementsOf(MakePod().Name("p").Gpus(kMaxGpuRequest + 1).Obj()).ok());
+  EXPECT_FALSE(RequirementsOf(MakePod().Name("p").Gpus(kGpuRequestOverflow - 1).Obj()).ok());
+}
+
 // ---------------------------------------------------------------------------------------------
 // Accepted values
 

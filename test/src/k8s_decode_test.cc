@@ -10,6 +10,7 @@
 
 #include "gputopo/machine_topology.h"
 #include "gputopo/well_known.h"
+#include "policies/requirements/pod_requirements.h"
 #include "src/codec/k8s_json.h"
 #include "src/codec/topology_document.h"
 #include "test/support/fixtures.h"
@@ -299,12 +300,132 @@ INSTANTIATE_TEST_SUITE_P(
         BadQuantityCase{"FractionalInitRequest",
                         MakePod({Container(Requests("1"))}, {Container(Requests("500m"))}),
                         {"spec.initContainers", "requests[nvidia.com/gpu]"}},
-        BadQuantityCase{"FractionalJsonNumber", MakePod({Container(Requests(1.5))}), {}},
+        // One quantity beyond kMaxQuantityUnits (9.2e15) is an error, not a wrapped number.
+        BadQuantityCase{"Int64MaxString",
+                        MakePod({Container(Requests("9223372036854775807"))}),
+                        {"requests[nvidia.com/gpu]", "9223372036854775807", "too large"}},
+        BadQuantityCase{"ExponentString",
+                        MakePod({Container(Requests("1e30"))}),
+                        {"requests[nvidia.com/gpu]", "1e30", "too large"}},
+        BadQuantityCase{"HugeBinarySuffixString",
+                        MakePod({Container(Limits("99999999999999999999Ei"))}),
+                        {"limits[nvidia.com/gpu]", "99999999999999999999Ei", "too large"}},
+        BadQuantityCase{"OnePastTheLimitString",
+                        MakePod({Container(Requests("9200000000000001"))}),
+                        {"requests[nvidia.com/gpu]", "too large"}},
+        // The same limits hold for a quantity written as a JSON number.
+        BadQuantityCase{"Int64MaxJsonNumber",
+                        MakePod({Container(Requests(INT64_MAX))}),
+                        {"requests[nvidia.com/gpu]", "9223372036854775807", "too large"}},
+        BadQuantityCase{"OnePastTheLimitJsonNumber",
+                        MakePod({Container(Requests(int64_t{9'200'000'000'000'001}))}),
+                        {"requests[nvidia.com/gpu]", "too large"}},
+        BadQuantityCase{"Uint64MaxJsonNumber",
+                        MakePod({Container(Requests(UINT64_MAX))}),
+                        {"requests[nvidia.com/gpu]", "18446744073709551615", "whole number"}},
+        BadQuantityCase{"ExponentJsonNumber",
+                        MakePod({Container(Requests(1e30))}),
+                        {"requests[nvidia.com/gpu]", "whole number"}},
+        BadQuantityCase{"FractionalJsonNumber",
+                        MakePod({Container(Requests(1.5))}),
+                        {"requests[nvidia.com/gpu]", "1.5", "whole number"}},
         BadQuantityCase{"BooleanQuantity", MakePod({Container(Requests(true))}), {}},
         BadQuantityCase{"ContainersNotArray",
                         json{{"metadata", {{"name", "p"}}}, {"spec", {{"containers", "x"}}}},
                         {}}),
     [](const ::testing::TestParamInfo<BadQuantityCase>& p) { return p.param.label; });
+
+// ---------------------------------------------------------------------------------------------
+// Hand-made pods: sums too large for int64_t saturate, and RequirementsOf rejects them.
+
+constexpr char kLargestQuantity[] = "9200000000000000";  // kMaxQuantityUnits
+
+std::vector<json> Containers(size_t count, const json& one) {
+  return std::vector<json>(count, one);
+}
+
+// RequirementsOf(pod) fails, saying the request is out of range.
+void ExpectRejectedAsOutOfRange(const PodInfo& pod) {
+  Result<policies::PodRequirements> req = policies::RequirementsOf(pod);
+  ASSERT_FALSE(req.ok()) << "accepted with " << req->gpus << " GPUs";
+  EXPECT_EQ(req.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(req.status().message(), HasSubstr("nvidia.com/gpu request"));
+  EXPECT_THAT(req.status().message(), HasSubstr("out of range"));
+}
+
+TEST(K8sDecodeOverflowTest, SumThatWouldWrapToZeroSaturates) {
+  // 2005 * 9.2e15 + 744073709551616 = 2^64 exactly: a wrapping sum is 0 and the pod would be
+  // scheduled as needing no GPU.
+  std::vector<json> containers = Containers(2005, Container(Requests(kLargestQuantity)));
+  containers.push_back(Container(Requests("744073709551616")));
+  K8sDecoder decoder;
+  Result<PodInfo> pod = decoder.DecodePod(MakePod(std::move(containers)).dump());
+  ASSERT_TRUE(pod.ok()) << pod.status().ToString();
+  EXPECT_EQ(pod->gpu_request, kGpuRequestOverflow);
+  ExpectRejectedAsOutOfRange(*pod);
+  EXPECT_THAT(policies::RequirementsOf(*pod).status().message(), HasSubstr("add up to more"));
+}
+
+TEST(K8sDecodeOverflowTest, SumJustPastInt64Saturates) {
+  // 1003 * 9.2e15 = 9.2276e18 > INT64_MAX = 9.2234e18.
+  K8sDecoder decoder;
+  Result<PodInfo> pod =
+      decoder.DecodePod(MakePod(Containers(1003, Container(Requests(kLargestQuantity)))).dump());
+  ASSERT_TRUE(pod.ok()) << pod.status().ToString();
+  EXPECT_EQ(pod->gpu_request, kGpuRequestOverflow);
+  ExpectRejectedAsOutOfRange(*pod);
+}
+
+TEST(K8sDecodeOverflowTest, LargestSumThatFitsIsExact) {
+  // 1002 * 9.2e15 = 9.2184e18 still fits: no saturation, and still rejected as absurd.
+  K8sDecoder decoder;
+  Result<PodInfo> pod =
+      decoder.DecodePod(MakePod(Containers(1002, Container(Requests(kLargestQuantity)))).dump());
+  ASSERT_TRUE(pod.ok()) << pod.status().ToString();
+  EXPECT_EQ(pod->gpu_request, int64_t{1002} * 9'200'000'000'000'000);
+  ExpectRejectedAsOutOfRange(*pod);
+}
+
+TEST(K8sDecodeOverflowTest, SidecarSumSaturates) {
+  K8sDecoder decoder;
+  Result<PodInfo> pod = decoder.DecodePod(
+      MakePod({Container(Requests("1"))}, Containers(1003, Sidecar(kLargestQuantity))).dump());
+  ASSERT_TRUE(pod.ok()) << pod.status().ToString();
+  EXPECT_EQ(pod->gpu_request, kGpuRequestOverflow);
+  ExpectRejectedAsOutOfRange(*pod);
+}
+
+TEST(K8sDecodeOverflowTest, ContainersPlusSidecarsSaturate) {
+  // Each part fits (1002 * 9.2e15 and 9.2e15); containers + sidecars does not.
+  K8sDecoder decoder;
+  Result<PodInfo> pod = decoder.DecodePod(
+      MakePod(Containers(1002, Container(Requests(kLargestQuantity))), {Sidecar(kLargestQuantity)})
+          .dump());
+  ASSERT_TRUE(pod.ok()) << pod.status().ToString();
+  EXPECT_EQ(pod->gpu_request, kGpuRequestOverflow);
+  ExpectRejectedAsOutOfRange(*pod);
+}
+
+TEST(K8sDecodeOverflowTest, PlainInitBesideSidecarsSaturates) {
+  // 1002 sidecars fit; the plain init container after them runs beside them: one too many.
+  std::vector<json> init = Containers(1002, Sidecar(kLargestQuantity));
+  init.push_back(Container(Requests(kLargestQuantity)));
+  K8sDecoder decoder;
+  Result<PodInfo> pod = decoder.DecodePod(MakePod({Container(Requests("1"))}, init).dump());
+  ASSERT_TRUE(pod.ok()) << pod.status().ToString();
+  EXPECT_EQ(pod->gpu_request, kGpuRequestOverflow);
+  ExpectRejectedAsOutOfRange(*pod);
+}
+
+TEST(K8sDecodeOverflowTest, AbsurdSumThatFitsIsRejectedWithItsValue) {
+  K8sDecoder decoder;
+  Result<PodInfo> pod = decoder.DecodePod(
+      MakePod({Container(Requests(kLargestQuantity)), Container(Limits(kLargestQuantity))}).dump());
+  ASSERT_TRUE(pod.ok()) << pod.status().ToString();
+  EXPECT_EQ(pod->gpu_request, 18'400'000'000'000'000);
+  ExpectRejectedAsOutOfRange(*pod);
+  EXPECT_THAT(policies::RequirementsOf(*pod).status().message(), HasSubstr("18400000000000000"));
+}
 
 // ---------------------------------------------------------------------------------------------
 // Hand-made pods: metadata, spec and status.

@@ -89,6 +89,26 @@ INSTANTIATE_TEST_SUITE_P(Table, QuantityMilliRejectTest,
                            return "Case" + std::to_string(p.index);
                          });
 
+// Huge quantities are errors, never a wrapped, clamped or NaN-cast number.
+INSTANTIATE_TEST_SUITE_P(Huge, QuantityMilliRejectTest,
+                         ::testing::Values("9223372036854775807",     // INT64_MAX units
+                                           "-9223372036854775808",    // INT64_MIN units
+                                           "9223372036854775807m",    // just over 9.2e15 units
+                                           "18446744073709551616",    // 2^64 units
+                                           "1e30",                    //
+                                           "1e+999",                  //
+                                           "99999999999999999999Ei",  // ~1.15e38 units
+                                           "8Ei"),                    // 8 * 2^60 units
+                         [](const ::testing::TestParamInfo<std::string>& p) {
+                           return "Case" + std::to_string(p.index);
+                         });
+
+INSTANTIATE_TEST_SUITE_P(
+    NearTheLimit, QuantityMilliAcceptTest,
+    ::testing::Values(MilliCase{"-9200000000000000", -9200000000000000000},  // the lower limit
+                      MilliCase{"7Pi", 7881299347898368000}),                // 7 * 2^50 units
+    [](const ::testing::TestParamInfo<MilliCase>& p) { return "Case" + std::to_string(p.index); });
+
 TEST(QuantityMilliTest, ErrorQuotesTheText) {
   Result<int64_t> got = ParseQuantityMilli("12parsecs");
   ASSERT_FALSE(got.ok());
