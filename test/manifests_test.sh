@@ -631,31 +631,34 @@ if gputopo_bin and example_nodes and example_pods:
     srv = subprocess.Popen([gputopo_bin, "serve", "--listen", f"127.0.0.1:{bport}", "--snapshot", snap],
                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{bport}"
+    # Generous on purpose: a sanitizer build on a loaded machine may be slow, and a passing run
+    # never waits these out (no check here needs a deadline to expire).
+    answer_s = 120
     try:
-        for _ in range(100):
+        up_by = time.monotonic() + answer_s
+        up = False
+        while not up and srv.poll() is None and time.monotonic() < up_by:
             try:
-                urllib.request.urlopen(base + "/healthz", timeout=1)
-                break
+                urllib.request.urlopen(base + "/healthz", timeout=answer_s)
+                up = True
             except OSError:
-                if srv.poll() is not None:
-                    break
                 time.sleep(0.1)
-        else:
+        if srv.poll() is None and not up:
             fail("gputopo serve did not come up")
-        if srv.poll() is not None:
+        elif srv.poll() is not None:
             with open(os.path.join(tmp, "gputopo.log")) as f:
                 fail(f"gputopo serve --snapshot exited: {f.read()[-500:]}")
         else:
             names = [n["metadata"]["name"] for n in example_nodes]
             for n in names:
-                d = json.loads(urllib.request.urlopen(f"{base}/debug/nodes/{n}", timeout=5).read())
+                d = json.loads(urllib.request.urlopen(f"{base}/debug/nodes/{n}", timeout=answer_s).read())
                 if not d.get("topologyKnown") or d.get("topologySource") not in ("annotation", "profile"):
                     fail(f"manifests/examples/nodes.yaml: gputopo does not read node {n}'s topology: "
                          f"{d.get('topologySource')} {d.get('topologyDetail')}")
             for item in items[len(example_nodes):]:
                 body = json.dumps({"Pod": item, "Nodes": None, "NodeNames": names}).encode()
                 req = urllib.request.Request(base + "/filter", data=body, headers={"Content-Type": "application/json"})
-                res = json.loads(urllib.request.urlopen(req, timeout=10).read())
+                res = json.loads(urllib.request.urlopen(req, timeout=answer_s).read())
                 pname = item["metadata"]["name"]
                 if res.get("Error") or not res.get("NodeNames"):
                     fail(f"manifests/examples: {pname} fits no example node: {res}")

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <thread>
 
 #include "src/app/system_clock.h"
 #include "test/kube/kube_fixtures.h"
@@ -22,6 +21,11 @@ using testing::FakeApiServer;
 using testing::GpuNode;
 using testing::GpuPod;
 using testing::WaitFor;
+
+// How long a test waits for something it expects (a call's answer, watches to open): long, so
+// that no slow run (TSan, a loaded machine) gives up before it happens. No test here needs a
+// deadline to expire.
+constexpr std::chrono::milliseconds kAnswerDeadline = std::chrono::seconds(120);
 
 json BoundPod(const std::string& name, const std::string& node, const std::string& gpus) {
   json pod = GpuPod("ml", name, 1, {{"gputopo.io/assigned-gpus", gpus}});
@@ -44,7 +48,7 @@ class WatcherTest : public ::testing::Test {
     KubeConfig config;
     config.server = server_.base_url();
     ClientOptions client;
-    client.request_timeout = std::chrono::seconds(2);
+    client.request_timeout = kAnswerDeadline;
     client_ = std::make_unique<KubeClient>(config, client, clock_);
   }
   void StartWatcher() {
@@ -56,7 +60,7 @@ class WatcherTest : public ::testing::Test {
     watcher_ = std::make_unique<ClusterWatcher>(*client_, cluster_.state(), clock_, options);
     watcher_->Start();
     ASSERT_TRUE(WaitFor([&] { return watcher_->Ready(); })) << "never synced";
-    ASSERT_TRUE(server_.WaitForOpenWatches(2, std::chrono::seconds(5)));
+    ASSERT_TRUE(server_.WaitForOpenWatches(2, kAnswerDeadline));
   }
   void TearDown() override {
     if (watcher_) watcher_->Stop();
@@ -122,7 +126,7 @@ TEST_F(WatcherTest, ABrokenStreamResumesWithoutLosingOrRepeatingEvents) {
   std::map<std::string, std::string> uids;
   for (int round = 0; round < 3; ++round) {
     // Both watches (nodes, pods) are open again before the next break, so each round counts.
-    ASSERT_TRUE(server_.WaitForOpenWatches(2, std::chrono::seconds(5)));
+    ASSERT_TRUE(server_.WaitForOpenWatches(2, kAnswerDeadline));
     (round % 2 == 0) ? server_.BreakWatchesMidEvent() : server_.BreakWatches();
     // Written while no watch is open: the resumed watch must replay them from its
     // resourceVersion.
@@ -166,18 +170,23 @@ TEST_F(WatcherTest, BookmarksMoveTheResumePointOn) {
   StartWatcher();
   ASSERT_TRUE(server_.CreatePod(GpuPod("ml", "x", 1)).has_value());
   ASSERT_TRUE(WaitFor([&] { return cluster_.state().Counts().pods == 1; }));
+  // The nodes watch has had no event since gpu-1 was added, so only a bookmark can move its
+  // resourceVersion on to rv (the pods watch gets there through pod x itself).
   const std::string rv = server_.resource_version();
-  server_.SendBookmarks();
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  server_.BreakWatches();
-  ASSERT_TRUE(server_.WaitForOpenWatches(2, std::chrono::seconds(5)));
-  bool resumed_at_bookmark = false;
-  for (const auto& r : server_.Requests()) {
-    if (r.watch && r.target.find("resourceVersion=" + rv) != std::string::npos) {
-      resumed_at_bookmark = true;
+  auto nodes_watch_resumed_at_rv = [&] {
+    for (const auto& r : server_.Requests()) {
+      if (r.watch && r.path == "/api/v1/nodes" &&
+          r.target.find("resourceVersion=" + rv + "&") != std::string::npos) {
+        return true;
+      }
     }
-  }
-  EXPECT_TRUE(resumed_at_bookmark);
+    return false;
+  };
+  server_.SendBookmarks();
+  // The server ends each watch after timeoutSeconds (5 s here) with one more bookmark, and the
+  // watcher applies a stream's lines in order before it resumes: the next nodes watch starts from
+  // rv however slow the run. (Breaking the streams instead would race the bookmark's arrival.)
+  ASSERT_TRUE(WaitFor(nodes_watch_resumed_at_rv, kAnswerDeadline));
 }
 
 TEST_F(WatcherTest, ReadinessFollowsSyncAndStaleness) {
@@ -187,14 +196,19 @@ TEST_F(WatcherTest, ReadinessFollowsSyncAndStaleness) {
   options.backoff_initial = std::chrono::milliseconds(20);
   options.backoff_max = std::chrono::milliseconds(100);
   options.staleness = std::chrono::seconds(60);
-  server_.DelayNext("GET", "/api/v1/pods", std::chrono::milliseconds(300));
+  server_.HoldNext("GET", "/api/v1/pods");  // the pods list, held until released below
   watcher_ = std::make_unique<ClusterWatcher>(*client_, cluster_.state(), clock_, options);
   watcher_->Start();
+  ASSERT_TRUE(WaitFor([&] { return server_.held_requests() == 1; }));
   EXPECT_FALSE(watcher_->Ready());  // the pods list has not come back yet
+  server_.ReleaseHeld();
   ASSERT_TRUE(WaitFor([&] { return watcher_->Ready(); }));
   // The API server goes away: still ready within the staleness bound...
+  const uint64_t reconnects = watcher_->Stats().reconnects;
   server_.Stop();
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // ...once the watcher has seen it gone: three failed watches mean some kind failed twice, and
+  // it marked itself broken (at the fake clock's time) before trying again.
+  ASSERT_TRUE(WaitFor([&] { return watcher_->Stats().reconnects >= reconnects + 3; }));
   EXPECT_TRUE(watcher_->Ready());
   clock_.Advance(std::chrono::seconds(61));
   EXPECT_FALSE(watcher_->Ready());  // ...and not past it

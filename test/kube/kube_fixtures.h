@@ -9,9 +9,11 @@
 
 namespace gputopo::testing {
 
-// Polls `done` until it holds or `timeout` passes.
+// Polls `done` until it holds or `timeout` passes. The default is long on purpose: a test waits
+// for something it expects to happen, and a slow run (TSan, a loaded machine) must not give up
+// first; a passing test never waits it out.
 template <typename Predicate>
-bool WaitFor(Predicate done, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+bool WaitFor(Predicate done, std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
   const auto end = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < end) {
     if (done()) return true;
