@@ -44,6 +44,6 @@ RUN groupadd --system --gid 65532 nonroot \
  && useradd --system --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin nonroot
 USER 65532:65532
-EXPOSE 8888
+EXPOSE 8888 8889
 ENTRYPOINT ["/usr/local/bin/gputopo"]
 CMD ["serve"]

@@ -267,7 +267,8 @@ def check_container_security(c, pod_sc, where):
         fail(f"{where}: capabilities must drop ALL")
 
 
-def check_gputopo_container(c, port, host, where):
+def check_gputopo_container(c, port, host, where, admin_host=None):
+    """admin_host: /metrics, /debug and the probes must be on --admin-listen=admin_host:PORT."""
     args = c.get("args", [])
     if not args or args[0] != "serve":
         fail(f"{where}: args must start with 'serve', got {args}")
@@ -276,11 +277,21 @@ def check_gputopo_container(c, port, host, where):
         fail(f"{where}: --listen must be {host}:{port} (the urlPrefix port), got {listen!r}")
     if flag(args, "--log-format") not in ("json", "text"):
         fail(f"{where}: --log-format must be json or text")
+    probe_port = port
+    if admin_host is not None:
+        admin = flag(args, "--admin-listen") or ""
+        m = re.fullmatch(re.escape(admin_host) + r":([0-9]+)", admin)
+        if not m or int(m.group(1)) == port:
+            fail(f"{where}: --admin-listen must be {admin_host}:PORT, apart from the verbs, got {admin!r}")
+        else:
+            probe_port = int(m.group(1))
+        if (flag(args, "--admin-auth") or "kubernetes") != "kubernetes":
+            fail(f"{where}: --admin-auth must stay kubernetes on a pod-IP listener")
     probes = {"livenessProbe": "/healthz", "readinessProbe": "/readyz"}
     for probe, path in probes.items():
         get = c.get(probe, {}).get("httpGet", {})
-        if get.get("path") != path or get.get("port") not in (port, str(port)):
-            fail(f"{where}: {probe} must be httpGet {path} on port {port}, got {get}")
+        if get.get("path") != path or get.get("port") not in (probe_port, str(probe_port)):
+            fail(f"{where}: {probe} must be httpGet {path} on port {probe_port}, got {get}")
     lim = c.get("resources", {}).get("limits", {})
     if "memory" not in lim:
         fail(f"{where}: no memory limit")
@@ -363,7 +374,8 @@ if dep and cms:
             if g.get("port") not in (10259, "10259") or g.get("scheme") != "HTTPS":
                 fail(f"manifests/: kube-scheduler {probe} must be HTTPS on 10259, got {g}")
         if port is not None:
-            check_gputopo_container(gt, port, "0.0.0.0", "manifests/ gputopo container")
+            check_gputopo_container(gt, port, "127.0.0.1", "manifests/ gputopo container",
+                                    admin_host="0.0.0.0")
         pod_sc = spec.get("securityContext", {})
         for c in (ks, gt):
             check_container_security(c, pod_sc, f"manifests/ container {c['name']}")
@@ -410,8 +422,10 @@ if dep and cms:
 
 # gputopo's ClusterRole: exactly what it needs, no wildcards.
 REQUIRED = {("", "nodes"): {"get", "list", "watch"},
-            ("", "pods"): {"get", "list", "watch", "patch"},
+            ("", "pods"): {"get", "list", "watch"},
             ("", "pods/binding"): {"create"},
+            ("authentication.k8s.io", "tokenreviews"): {"create"},
+            ("authorization.k8s.io", "subjectaccessreviews"): {"create"},
             ("", "events"): {"create"},
             ("events.k8s.io", "events"): {"create"}}
 

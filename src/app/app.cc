@@ -193,6 +193,9 @@ Result<std::unique_ptr<App>> App::Create(const AppOptions& options, const Clock&
     app->watcher_ =
         std::make_unique<kube::ClusterWatcher>(*app->client_, *app->state_, clock, options.watcher);
     kube = app->client_.get();
+    if (options.admin_auth && options.server.admin_port >= 0) {
+      app->access_ = std::make_unique<http::AccessControl>(*app->client_, clock);
+    }
     list_snapshot = [state = app->state_.get()] {
       auto [nodes, pods] = state->Export();
       return codec::EncodeList(nodes, pods);
@@ -222,7 +225,7 @@ Result<std::unique_ptr<App>> App::Create(const AppOptions& options, const Clock&
       options.server,
       http::ServerDependencies{*app->service_, *app->binder_, *app->context_,
                                std::move(list_snapshot), [self] { return self->Ready(); },
-                               &app->metrics_, &StartBackgroundThread});
+                               &app->metrics_, &StartBackgroundThread, app->access_.get()});
   app->RegisterCollectors();
   return app;
 }

@@ -43,6 +43,9 @@ struct AppOptions {
   std::optional<kube::KubeConfig> kube;
   kube::ClientOptions client;
   kube::WatcherOptions watcher;
+  // Live mode with an admin listener: /metrics and /debug need a bearer token that RBAC allows
+  // (TokenReview + SubjectAccessReview).
+  bool admin_auth = true;
 };
 
 // The catalogs, built from embedded files plus the optional directories. Error names the file.
@@ -59,6 +62,7 @@ class App {
   // Starts watching the API server (live mode) and serving.
   Status Start();
   int port() const { return server_->port(); }
+  int admin_port() const { return server_->admin_port(); }
   void RequestStop() { server_->RequestStop(); }
   void Wait() { server_->Wait(); }
   void Stop();
@@ -97,6 +101,7 @@ class App {
   std::unique_ptr<snapshot::InMemoryCluster> cluster_;  // snapshot mode
   std::unique_ptr<kube::KubeClient> client_;            // live mode
   std::unique_ptr<kube::ClusterWatcher> watcher_;       // live mode
+  std::unique_ptr<http::AccessControl> access_;         // live mode with an admin listener
   // Bounded in bytes too: see docs/operations.md for the memory budget they are part of.
   service::RecentPods recent_pods_{4096, 8u << 20};
   service::DecisionLog decisions_{256, 256, 16u << 20};

@@ -36,18 +36,19 @@ namespace {
 
 constexpr size_t kMaxTopologyInput = 16u << 20;
 
-// Splits "host:port"; error when the port is not a number in 0..65535.
-Status ParseListen(const std::string& listen, http::ServerOptions& options) {
+// Splits "host:port" of `flag`; error when the port is not a number in 0..65535.
+Status ParseListen(const std::string& flag, const std::string& listen, std::string& host,
+                   int& port_out) {
   const size_t colon = listen.rfind(':');
-  if (colon == std::string::npos) return InvalidArgument("--listen must be HOST:PORT");
-  options.host = listen.substr(0, colon);
+  if (colon == std::string::npos) return InvalidArgument(flag + " must be HOST:PORT");
+  host = listen.substr(0, colon);
   const std::string port = listen.substr(colon + 1);
   if (port.empty() || port.size() > 5 ||
       port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) > 65535) {
-    return InvalidArgument("--listen port must be 0..65535");
+    return InvalidArgument(flag + " port must be 0..65535");
   }
-  options.port = std::stoi(port);
-  if (options.host.empty()) options.host = "0.0.0.0";
+  port_out = std::stoi(port);
+  if (host.empty()) host = "0.0.0.0";
   return Status::Ok();
 }
 
@@ -105,6 +106,12 @@ int RunServer(const AppOptions& options, bool demo, bool exit_after_demo) {
   }
   const std::string base = (options.server.tls_cert_file.empty() ? "http://" : "https://") +
                            options.server.host + ":" + std::to_string(app.port());
+  if (app.admin_port() >= 0) {
+    spdlog::info("/metrics and /debug on {}:{} ({})", options.server.admin_host, app.admin_port(),
+                 options.kube && options.admin_auth
+                     ? "bearer token checked by TokenReview and SubjectAccessReview"
+                     : "no authentication");
+  }
   if (app.live()) {
     // The lists have not arrived yet: /readyz says when they have.
     spdlog::info("gputopo serving on {} (listing nodes and pods; default preset {})", base,
@@ -225,12 +232,21 @@ int Main(int argc, char** argv) {
 
   AppOptions options;
   std::string listen = "127.0.0.1:8888";
+  std::string admin_listen;
+  std::string admin_auth = "kubernetes";
   std::string snapshot_path;
   int max_body_mib = 64;
   int max_inflight_mib = 96;
   std::string grace = "10s";
   auto add_server_flags = [&](CLI::App* cmd) {
     cmd->add_option("--listen", listen, "HOST:PORT to serve on (port 0: any free port)")
+        ->capture_default_str();
+    cmd->add_option("--admin-listen", admin_listen,
+                    "HOST:PORT for /metrics and /debug alone (default: served with the verbs)");
+    cmd->add_option("--admin-auth", admin_auth,
+                    "on --admin-listen, live mode: kubernetes (TokenReview + "
+                    "SubjectAccessReview, as kube-rbac-proxy), or none")
+        ->check(CLI::IsMember({"kubernetes", "none"}))
         ->capture_default_str();
     cmd->add_option("--policy", options.default_preset, "default scoring preset")
         ->capture_default_str();
@@ -278,6 +294,12 @@ int Main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   serve->add_option("--tls-key", options.server.tls_key_file, "and this PEM private key")
       ->check(CLI::ExistingFile);
+  serve
+      ->add_option("--admin-tls-cert", options.server.admin_tls_cert_file,
+                   "serve --admin-listen over HTTPS with this PEM certificate")
+      ->check(CLI::ExistingFile);
+  serve->add_option("--admin-tls-key", options.server.admin_tls_key_file, "and this key")
+      ->check(CLI::ExistingFile);
 
   CLI::App* demo = cli.add_subcommand("demo", "serve the embedded demo cluster and schedule it");
   add_server_flags(demo);
@@ -309,10 +331,20 @@ int Main(int argc, char** argv) {
 
   if (*import) return RunTopologyImport(replicas, compact);
   if (*profiles) return RunListProfiles();
-  if (Status s = ParseListen(listen, options.server); !s.ok()) {
+  if (Status s = ParseListen("--listen", listen, options.server.host, options.server.port);
+      !s.ok()) {
     std::cerr << "gputopo: " << s.message() << "\n";
     return 2;
   }
+  if (!admin_listen.empty()) {
+    if (Status s = ParseListen("--admin-listen", admin_listen, options.server.admin_host,
+                               options.server.admin_port);
+        !s.ok()) {
+      std::cerr << "gputopo: " << s.message() << "\n";
+      return 2;
+    }
+  }
+  options.admin_auth = admin_auth == "kubernetes";
   options.server.max_body_bytes = static_cast<size_t>(max_body_mib) << 20;
   options.server.max_inflight_body_bytes = static_cast<size_t>(max_inflight_mib) << 20;
   if (const std::optional<std::chrono::milliseconds> g = ParseDuration(grace)) {

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "gputopo/excerpt.h"
+#include "src/http/access_control.h"
 #include "src/http/debug_views.h"
 #include "src/http/parser_pool.h"
 #include "src/http/request_metrics.h"
@@ -31,6 +32,8 @@ void SetText(HttpResponse& res, int status, std::string body) {
 
 // Parsers that handled bodies above this are not pooled (their buffers are freed).
 constexpr size_t kPooledParserBytes = 8u << 20;
+// The admin listener takes no bodies worth the name.
+constexpr size_t kAdminMaxBodyBytes = 64u << 10;
 // Cycle records waiting for the recorder's thread before handlers commit their own.
 constexpr size_t kMaxPendingRecords = 64;
 
@@ -86,16 +89,37 @@ struct ExtenderServer::Impl {
         parsers(options.max_body_bytes, kPooledParserBytes, static_cast<size_t>(options.threads)),
         server(
             TransportOptions(options),
-            [this](std::string_view method, std::string_view path) { return Routes(method, path); },
-            [](int, std::string_view message) {
-              HttpResponse res;
-              SetJson(res, extender::WriteBindingResult(
-                               Excerpt("gputopo: " + std::string(message), kMaxMessageBytes)));
-              return res;
-            }) {
+            [this](std::string_view method, std::string_view path) {
+              return Routes(method, path, Listener::kMain);
+            },
+            &RenderError) {
     if (deps.metrics != nullptr) metrics.emplace(*deps.metrics);
     recorder.emplace([this](std::shared_ptr<service::CycleRecord> record) { Commit(record); },
                      kMaxPendingRecords, deps.background_thread_start);
+    if (options.admin_port >= 0) {
+      HttpServerOptions admin_options = TransportOptions(options);
+      admin_options.host = options.admin_host;
+      admin_options.port = options.admin_port;
+      admin_options.tls_cert_file = options.admin_tls_cert_file;
+      admin_options.tls_key_file = options.admin_tls_key_file;
+      admin_options.max_body_bytes = kAdminMaxBodyBytes;
+      admin_options.max_inflight_body_bytes = kAdminMaxBodyBytes;
+      admin_options.verb_threads = 1;
+      admin_options.bind_threads = 1;
+      admin.emplace(
+          admin_options,
+          [this](std::string_view method, std::string_view path) {
+            return Routes(method, path, Listener::kAdmin);
+          },
+          &RenderError);
+    }
+  }
+
+  static HttpResponse RenderError(int, std::string_view message) {
+    HttpResponse res;
+    SetJson(res, extender::WriteBindingResult(
+                     Excerpt("gputopo: " + std::string(message), kMaxMessageBytes)));
+    return res;
   }
   ~Impl() { recorder.reset(); }  // commits what is pending while everything it uses exists
 
@@ -113,7 +137,10 @@ struct ExtenderServer::Impl {
     if (metrics) metrics->Request(verb, result, deps.context.clock.MonotonicNow() - start);
   }
 
-  Route Routes(std::string_view method, std::string_view path);
+  enum class Listener { kMain, kAdmin };
+  Route Routes(std::string_view method, std::string_view path, Listener listener);
+  // The admin routes behind AccessControl, when there is one.
+  Route Guarded(std::function<void(const HttpRequest&, HttpResponse&)> handler);
   void HandleFilter(const HttpRequest& req, HttpResponse& res);
   void HandlePrioritize(const HttpRequest& req, HttpResponse& res);
   void HandleBind(const HttpRequest& req, HttpResponse& res);
@@ -124,7 +151,8 @@ struct ExtenderServer::Impl {
   ParserPool parsers;
   std::optional<RequestMetrics> metrics;
   std::optional<service::DecisionRecorder> recorder;
-  HttpServer server;  // last: its lanes call into everything above until it has stopped
+  HttpServer server;  // after everything above: its lanes call into it until it has stopped
+  std::optional<HttpServer> admin;  // /metrics and /debug, when they have a listener of their own
 };
 
 void ExtenderServer::Impl::HandleFilter(const HttpRequest& req, HttpResponse& res) {
@@ -231,8 +259,31 @@ void ExtenderServer::Impl::HandleBind(const HttpRequest& req, HttpResponse& res)
   spdlog::info("bind pod={} node={} ok took={}us", pod, node, took);
 }
 
-Route ExtenderServer::Impl::Routes(std::string_view method, std::string_view path) {
+Route ExtenderServer::Impl::Guarded(
+    std::function<void(const HttpRequest&, HttpResponse&)> handler) {
+  if (deps.access == nullptr) return {Lane::kAdmin, std::move(handler)};
+  return {Lane::kAdmin, [this, handler = std::move(handler)](const auto& req, auto& res) {
+            const AccessControl::Decision decision =
+                deps.access->Check(req.authorization, req.path);
+            if (decision.verdict != AccessControl::Verdict::kAllowed) {
+              spdlog::warn("{} {} from {} refused: {}", req.method, Excerpt(req.path),
+                           req.remote_addr, decision.reason);
+              SetText(res, decision.http_status(), "gputopo: " + decision.reason + "\n");
+              if (decision.http_status() == 401) {
+                res.headers.emplace_back("WWW-Authenticate", "Bearer");
+              }
+              return;
+            }
+            handler(req, res);
+          }};
+}
+
+Route ExtenderServer::Impl::Routes(std::string_view method, std::string_view path,
+                                   Listener listener) {
+  const bool verbs_here = listener == Listener::kMain;
+  const bool admin_here = listener == Listener::kAdmin || !admin.has_value();
   if (method == "POST") {
+    if (!verbs_here) return {};
     if (IsVerb(path, "filter")) {
       return {Lane::kVerbs, [this](const auto& req, auto& res) { HandleFilter(req, res); }};
     }
@@ -255,15 +306,16 @@ Route ExtenderServer::Impl::Routes(std::string_view method, std::string_view pat
               SetText(res, 200, "ok\n");
             }};
   }
+  if (!admin_here) return {};
   if (path == "/metrics" && deps.metrics != nullptr) {
-    return {Lane::kAdmin, [this](const auto&, auto& res) {
-              recorder->Flush();
-              res.body = deps.metrics->Render();
-              res.content_type = std::string(observability::kExpositionContentType);
-            }};
+    return Guarded([this](const auto&, auto& res) {
+      recorder->Flush();
+      res.body = deps.metrics->Render();
+      res.content_type = std::string(observability::kExpositionContentType);
+    });
   }
   if (path == "/debug" || path.substr(0, 7) == "/debug/") {
-    return {Lane::kAdmin, [this](const auto& req, auto& res) { HandleDebug(req.path, res); }};
+    return Guarded([this](const auto& req, auto& res) { HandleDebug(req.path, res); });
   }
   return {};
 }
@@ -308,10 +360,17 @@ ExtenderServer::~ExtenderServer() { Stop(); }
 Status ExtenderServer::Start() {
   if (Status s = impl_->server.Start(); !s.ok()) return s;
   port_ = impl_->server.port();
+  if (impl_->admin) {
+    if (Status s = impl_->admin->Start(); !s.ok()) return s.WithContext("the admin listener");
+    admin_port_ = impl_->admin->port();
+  }
   return Status::Ok();
 }
 
-void ExtenderServer::RequestStop() { impl_->server.RequestStop(); }
+void ExtenderServer::RequestStop() {
+  impl_->server.RequestStop();
+  if (impl_->admin) impl_->admin->RequestStop();
+}
 
 bool ExtenderServer::stopping() const { return impl_->server.stopping(); }
 
@@ -322,6 +381,7 @@ void ExtenderServer::Stop() {
 
 void ExtenderServer::Wait() {
   impl_->server.Wait();
+  if (impl_->admin) impl_->admin->Wait();
   impl_->recorder->Flush();  // every answered cycle is in the DecisionLog
 }
 

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "gputopo/status.h"
+#include "src/http/access_control.h"
 #include "src/http/http_server.h"
 #include "src/observability/metrics.h"
 #include "src/service/binder.h"
@@ -50,6 +51,12 @@ struct ServerOptions {
   size_t debug_max_nodes = 200;  // nodes listed per cycle on /debug/pods
   std::string tls_cert_file;     // both set: serve HTTPS (extender enableHTTPS)
   std::string tls_key_file;
+  // A listener of their own for /metrics and /debug (port -1: none; they are then served with
+  // the verbs). Probes are answered on both.
+  std::string admin_host = "0.0.0.0";
+  int admin_port = -1;
+  std::string admin_tls_cert_file;
+  std::string admin_tls_key_file;
 };
 
 // What the server serves besides the verbs.
@@ -66,6 +73,9 @@ struct ServerDependencies {
   observability::MetricsRegistry* metrics = nullptr;
   // Runs first on the server's background thread (DecisionRecorder); may be empty.
   std::function<void()> background_thread_start;
+  // Who may read /metrics and /debug (TokenReview + SubjectAccessReview); null: anyone who
+  // reaches the listener. Must outlive the server.
+  AccessControl* access = nullptr;
 };
 
 class ExtenderServer {
@@ -78,8 +88,9 @@ class ExtenderServer {
   // Binds the port and serves on a background thread. Error when the port cannot be bound or the
   // TLS certificate or key cannot be loaded.
   Status Start();
-  // The port bound (useful with port 0).
+  // The ports bound (useful with port 0); admin_port() is -1 without an admin listener.
   int port() const { return port_; }
+  int admin_port() const { return admin_port_; }
   // Stops accepting, makes /readyz answer 503, closes idle connections and lets requests in
   // flight finish; safe from any thread (a signal-handling thread, say).
   void RequestStop();
@@ -95,6 +106,7 @@ class ExtenderServer {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   int port_ = 0;
+  int admin_port_ = -1;
 };
 
 }  // namespace gputopo::http

@@ -320,6 +320,69 @@ Status KubeClient::RecordEvent(const PodRef& pod, std::string_view reason,
   return Status::Ok();
 }
 
+namespace {
+
+// `object[key]` when it is the boolean true; false for anything else (never throws).
+bool IsTrue(const json& object, const char* key) {
+  if (!object.is_object()) return false;
+  auto it = object.find(key);
+  return it != object.end() && it->is_boolean() && it->get<bool>();
+}
+
+}  // namespace
+
+Result<std::optional<http::ReviewedUser>> KubeClient::ReviewToken(std::string_view token) {
+  const json review = {{"apiVersion", "authentication.k8s.io/v1"},
+                       {"kind", "TokenReview"},
+                       {"spec", {{"token", std::string(token)}}}};
+  const std::string path = "/apis/authentication.k8s.io/v1/tokenreviews";
+  Result<Response> response = Call("POST", path, Dump(review), "application/json");
+  if (!response.ok()) return response.status();
+  if (response->status != 200 && response->status != 201) {
+    return ErrorOf(*response, "POST " + path);
+  }
+  const json answer = json::parse(response->body, nullptr, /*allow_exceptions=*/false);
+  if (answer.is_discarded() || !answer.is_object()) return Internal("TokenReview: not JSON");
+  const json status = answer.value("status", json::object());
+  if (!IsTrue(status, "authenticated")) {
+    return std::optional<http::ReviewedUser>();
+  }
+  const json user = status.value("user", json::object());
+  if (!user.is_object()) return Internal("TokenReview: status.user is not an object");
+  http::ReviewedUser out;
+  if (user.contains("username") && user["username"].is_string()) out.username = user["username"];
+  if (user.contains("uid") && user["uid"].is_string()) out.uid = user["uid"];
+  if (user.contains("groups") && user["groups"].is_array()) {
+    for (const json& g : user["groups"]) {
+      if (g.is_string()) out.groups.push_back(g.get<std::string>());
+    }
+  }
+  return std::optional<http::ReviewedUser>(std::move(out));
+}
+
+Result<bool> KubeClient::ReviewAccess(const http::ReviewedUser& user, std::string_view verb,
+                                      std::string_view path) {
+  json spec = {
+      {"user", user.username},
+      {"groups", user.groups},
+      {"nonResourceAttributes", {{"path", std::string(path)}, {"verb", std::string(verb)}}}};
+  if (!user.uid.empty()) spec["uid"] = user.uid;
+  const json review = {
+      {"apiVersion", "authorization.k8s.io/v1"}, {"kind", "SubjectAccessReview"}, {"spec", spec}};
+  const std::string api = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
+  Result<Response> response = Call("POST", api, Dump(review), "application/json");
+  if (!response.ok()) return response.status();
+  if (response->status != 200 && response->status != 201) {
+    return ErrorOf(*response, "POST " + api);
+  }
+  const json answer = json::parse(response->body, nullptr, /*allow_exceptions=*/false);
+  if (answer.is_discarded() || !answer.is_object()) {
+    return Internal("SubjectAccessReview: not JSON");
+  }
+  const json status = answer.value("status", json::object());
+  return IsTrue(status, "allowed") && !IsTrue(status, "denied");
+}
+
 Result<std::string> KubeClient::ListPage(std::string_view path, int limit,
                                          std::string_view continue_token) {
   std::string url = std::string(path) + "?limit=" + std::to_string(limit);

@@ -25,6 +25,7 @@
 
 #include "gputopo/clock.h"
 #include "gputopo/kube_api.h"
+#include "src/http/access_control.h"
 #include "src/kube/kube_config.h"
 
 namespace gputopo::kube {
@@ -36,7 +37,10 @@ struct ClientOptions {
   std::string component = "gputopo";            // event source and User-Agent
 };
 
-class KubeClient final : public KubeApi {
+// Also the AccessReviewer of the admin listener: TokenReview and SubjectAccessReview (RBAC
+// needs create on tokenreviews.authentication.k8s.io and subjectaccessreviews
+// .authorization.k8s.io).
+class KubeClient final : public KubeApi, public http::AccessReviewer {
  public:
   // `clock` must outlive the client.
   KubeClient(KubeConfig config, ClientOptions options, const Clock& clock);
@@ -50,6 +54,10 @@ class KubeClient final : public KubeApi {
   Status BindPod(const PodRef& pod, std::string_view resource_version, std::string_view node,
                  const AnnotationList& annotations) override;
   Status RecordEvent(const PodRef& pod, std::string_view reason, std::string_view message) override;
+
+  Result<std::optional<http::ReviewedUser>> ReviewToken(std::string_view token) override;
+  Result<bool> ReviewAccess(const http::ReviewedUser& user, std::string_view verb,
+                            std::string_view path) override;
 
   // One page of a list (`path` like "/api/v1/pods"): the raw NodeList/PodList body.
   // `continue_token` is the previous page's metadata.continue; empty for the first page.

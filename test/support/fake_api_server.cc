@@ -38,6 +38,8 @@
 //   being deleted, or scheduling-gated pods 409 Conflict on "pods/binding"; success sets
 //   spec.nodeName, merges the Binding's annotations into the pod's, upserts the PodScheduled
 //   condition and answers 201 with a Success Status.
+// - TokenReview and SubjectAccessReview creation (what delegated authentication and authorization
+//   send): 201 with the review and its status; tokens and non-resource rules set by the test.
 // - Status bodies for errors; 401 for a missing/wrong bearer token; 404 "the server could not find
 //   the requested resource" for unknown paths and 405 for a known path with an unserved method.
 // - Responses are gzip-compressed only for non-watch bodies of 128 KiB or more whose request
@@ -82,6 +84,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 namespace gputopo::testing {
@@ -980,6 +983,75 @@ class FakeApiServer::Impl {
     token_ = std::move(token);
   }
 
+  void AddTokenUser(std::string token, std::string user, std::vector<std::string> groups) {
+    std::lock_guard<std::mutex> lock(mu_);
+    token_users_[std::move(token)] = {std::move(user), std::move(groups)};
+  }
+
+  void AllowNonResource(std::string subject, std::string verb, std::string path) {
+    std::lock_guard<std::mutex> lock(mu_);
+    non_resource_rules_.emplace_back(std::move(subject), std::move(verb), std::move(path));
+  }
+
+  // POST /apis/authentication.k8s.io/v1/tokenreviews: the TokenReview with its status, 201.
+  void TokenReview(const httplib::Request& req, httplib::Response& res) {
+    json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    if (body.is_discarded() || !body.is_object() || Str(body, {"kind"}) != "TokenReview") {
+      return Reply(res, BadRequest("the object provided is unrecognized (must be of type "
+                                   "TokenReview)"));
+    }
+    const std::string token = Str(body, {"spec", "token"});
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = token_users_.find(token);
+    if (it == token_users_.end()) {
+      body["status"] = {{"authenticated", false}, {"error", "invalid bearer token"}};
+    } else {
+      body["status"] = {{"authenticated", true},
+                        {"user",
+                         {{"username", it->second.first},
+                          {"uid", "uid-" + it->second.first},
+                          {"groups", it->second.second}}}};
+    }
+    Reply(res, 201, body);
+  }
+
+  // POST /apis/authorization.k8s.io/v1/subjectaccessreviews: nonResourceAttributes only, as
+  // RBAC's nonResourceURLs: an exact path, or a prefix ending in '*'; the user or a group.
+  void SubjectAccessReview(const httplib::Request& req, httplib::Response& res) {
+    json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    if (body.is_discarded() || !body.is_object() ||
+        Str(body, {"kind"}) != "SubjectAccessReview") {
+      return Reply(res, BadRequest("the object provided is unrecognized (must be of type "
+                                   "SubjectAccessReview)"));
+    }
+    const std::string user = Str(body, {"spec", "user"});
+    const std::string verb = Str(body, {"spec", "nonResourceAttributes", "verb"});
+    const std::string path = Str(body, {"spec", "nonResourceAttributes", "path"});
+    std::vector<std::string> subjects{user};
+    if (const json* groups = Find(body, {"spec", "groups"}); groups && groups->is_array()) {
+      for (const json& g : *groups) {
+        if (g.is_string()) subjects.push_back(g.get<std::string>());
+      }
+    }
+    bool allowed = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& [subject, rule_verb, rule_path] : non_resource_rules_) {
+        const bool path_ok =
+            rule_path == path || (!rule_path.empty() && rule_path.back() == '*' &&
+                                  path.compare(0, rule_path.size() - 1, rule_path, 0,
+                                               rule_path.size() - 1) == 0);
+        if (path_ok && rule_verb == verb &&
+            std::find(subjects.begin(), subjects.end(), subject) != subjects.end()) {
+          allowed = true;
+        }
+      }
+    }
+    body["status"] = allowed ? json{{"allowed", true}, {"reason", "RBAC: allowed"}}
+                             : json{{"allowed", false}};
+    Reply(res, 201, body);
+  }
+
   // --- Faults ---
 
   void AddFailure(std::string method, std::string path_prefix, int status, int count) {
@@ -1214,6 +1286,12 @@ class FakeApiServer::Impl {
                         {"minor", "30"},
                         {"gitVersion", "v1.30.0-fake"},
                         {"platform", "linux/amd64"}});
+    }
+    if (s.size() == 4 && s[0] == "apis" && s[2] == "v1" && method == "POST") {
+      if (s[1] == "authentication.k8s.io" && s[3] == "tokenreviews") return TokenReview(req, res);
+      if (s[1] == "authorization.k8s.io" && s[3] == "subjectaccessreviews") {
+        return SubjectAccessReview(req, res);
+      }
     }
     if (s.size() < 3 || s[0] != "api" || s[1] != "v1") return Reply(res, NoSuchPath());
     if (s[2] == "nodes" && s.size() == 3) {
@@ -1952,6 +2030,9 @@ class FakeApiServer::Impl {
   std::map<uint64_t, std::shared_ptr<Watcher>> watchers_;
   uint64_t next_watcher_id_ = 1;
   std::string token_;
+  // TokenReview: token -> (username, groups); SubjectAccessReview: (user, verb, path) allowed.
+  std::map<std::string, std::pair<std::string, std::vector<std::string>>> token_users_;
+  std::vector<std::tuple<std::string, std::string, std::string>> non_resource_rules_;
   std::vector<FaultRule> failures_;
   std::vector<FaultRule> delays_;    // DelayNext and HoldNext rules
   uint64_t release_generation_ = 0;  // ReleaseHeld() calls so far
@@ -2011,6 +2092,13 @@ std::vector<nlohmann::json> FakeApiServer::Events() const { return impl_->Events
 std::string FakeApiServer::resource_version() const { return impl_->resource_version(); }
 
 void FakeApiServer::SetBearerToken(std::string token) { impl_->SetBearerToken(std::move(token)); }
+void FakeApiServer::AddTokenUser(std::string token, std::string user,
+                                 std::vector<std::string> groups) {
+  impl_->AddTokenUser(std::move(token), std::move(user), std::move(groups));
+}
+void FakeApiServer::AllowNonResource(std::string subject, std::string verb, std::string path) {
+  impl_->AllowNonResource(std::move(subject), std::move(verb), std::move(path));
+}
 
 void FakeApiServer::FailNext(std::string method, std::string path_prefix, int http_status,
                              int count) {

@@ -111,6 +111,13 @@ class FakeApiServer {
   // --- Authentication ---
   // When not empty, every request needs "Authorization: Bearer <token>" or gets 401.
   void SetBearerToken(std::string token);
+  // TokenReview (authentication.k8s.io/v1): `token` authenticates as `user` in `groups`; any
+  // other token is answered authenticated: false.
+  void AddTokenUser(std::string token, std::string user, std::vector<std::string> groups = {});
+  // SubjectAccessReview (authorization.k8s.io/v1), nonResourceAttributes: `subject` (a user or a
+  // group) may `verb` (get, post) `path`, an exact path or a prefix ending in '*' (RBAC's
+  // nonResourceURLs). Nothing else is allowed.
+  void AllowNonResource(std::string subject, std::string verb, std::string path);
 
   // --- Fault injection ---
   // The next `count` requests matching `method` and whose path starts with `path_prefix` are
