@@ -61,7 +61,15 @@ ordered_json NodeSummary(const policies::NodeState& node) {
   j["slotsUsed"] = node.used_slots();
   j["slotsFree"] = node.free_slots();
   j["emptyGpus"] = topology::Count(node.empty_gpus());
-  j["nvlinkIslands"] = node.shape().has_nvlink() ? node.shape().island_count() : 0;
+  // islandCount agrees with the `islands` the node view lists, where a GPU without NVLink is an
+  // island of its own; nvlinkIslands counts those whose GPUs NVLink joins (0 on a PCIe node).
+  const topology::TopologyShape& shape = node.shape();
+  int nvlink_islands = 0;
+  for (int i = 0; i < shape.island_count(); ++i) {
+    if (topology::Count(shape.island(i)) >= 2) ++nvlink_islands;
+  }
+  j["islandCount"] = shape.island_count();
+  j["nvlinkIslands"] = nvlink_islands;
   return j;
 }
 

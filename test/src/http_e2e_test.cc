@@ -42,6 +42,50 @@ TEST_F(ServerTest, FilterAnswersEveryCandidateWithAReason) {
   EXPECT_NE(node["error"].get<std::string>().find("not valid JSON"), std::string::npos);
 }
 
+// In the node view a GPU without NVLink is an island of its own. The summary's islandCount
+// agrees with the islands listed; nvlinkIslands counts those NVLink joins (0 on a PCIe node).
+TEST_F(ServerTest, NodeSummaryCountsTheIslandsTheNodeViewLists) {
+  // 4 GPUs: 0-1 on NVLink, 2 and 3 on PCIe only.
+  json mixed = {{"version", 1}, {"gpus", json::array()}, {"links", json::array()}};
+  for (int i = 0; i < 4; ++i) {
+    mixed["gpus"].push_back({{"index", i}, {"numaNode", 0}});
+    for (int j = i + 1; j < 4; ++j) {
+      mixed["links"].push_back({{"gpus", {i, j}}, {"type", i == 0 && j == 1 ? "NV4" : "PIX"}});
+    }
+  }
+  json cluster = BaseCluster();
+  cluster["items"].push_back(
+      Node("mixed", 4, json::object(), {{"gputopo.io/topology", mixed.dump()}}));
+  cluster["items"].push_back(Node("pcie", 4, {{"gputopo.io/topology-profile", "pcie-4gpu-2numa"}}));
+  StartWith(cluster);
+  struct Want {
+    int islands;
+    int nvlink_islands;
+  };
+  const std::map<std::string, Want> want = {
+      {"h100", {1, 1}},   // NVLink all to all
+      {"mixed", {3, 1}},  // [0,1] [2] [3]
+      {"pcie", {4, 0}},   // a PCIe profile: four one-GPU islands
+      {"plain", {4, 0}},  // links unknown
+  };
+  const json all = Get("/debug/nodes");
+  std::map<std::string, json> summaries;
+  for (const json& n : all["nodes"]) summaries[n["name"]] = n;
+  for (const auto& [name, w] : want) {
+    SCOPED_TRACE(name);
+    const json node = Get("/debug/nodes/" + name);
+    ASSERT_TRUE(node["islands"].is_array()) << node.dump();
+    EXPECT_EQ(node["islands"].size(), static_cast<size_t>(w.islands));
+    int joined = 0;
+    for (const json& island : node["islands"]) joined += island.size() >= 2 ? 1 : 0;
+    EXPECT_EQ(joined, w.nvlink_islands);
+    for (const json& view : {summaries[name], node}) {
+      EXPECT_EQ(view.value("islandCount", -1), w.islands) << view.dump();
+      EXPECT_EQ(view.value("nvlinkIslands", -1), w.nvlink_islands) << view.dump();
+    }
+  }
+}
+
 TEST_F(ServerTest, PrioritizeThenBindChoosesTheBestNodeAndRecordsTheGpus) {
   const json cluster = BaseCluster();
   StartWith(cluster);
