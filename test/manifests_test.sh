@@ -6,10 +6,13 @@
 #
 #  1. Every *.yaml under manifests/ parses as Kubernetes objects (kubectl annotate --local, which
 #     needs no API server, unlike create --dry-run=client).
-#  2. `kubectl kustomize` builds manifests/, manifests/variants/default-scheduler and
-#     manifests/examples, and the main build holds the expected kinds.
-#  3. Semantics: the KubeSchedulerConfiguration in the ConfigMap (only fields kube-scheduler's
-#     strict decoder knows; the extender stanza; leader election), the Deployment wired to it
+#  2. `kubectl kustomize` builds manifests/, manifests/variants/default-scheduler,
+#     manifests/examples and manifests/ with the Kubernetes 1.24 component enabled as its
+#     kustomization.yaml says, and the main build holds the expected kinds.
+#  3. Semantics: the KubeSchedulerConfiguration in the ConfigMap (an API version and only fields
+#     that every kube-scheduler it is meant for knows, since decoding is strict: v1 from 1.25 for
+#     manifests/, v1beta3 for 1.24; the extender stanza; leader election), the 1.24 component
+#     (the same configuration, a 1.24 kube-scheduler, nothing else changed), the Deployment wired to it
 #     (--config path = ConfigMap mount, gputopo's --listen port = urlPrefix port, probes,
 #     security context), least-privilege RBAC that matches the configured lease, the
 #     NetworkPolicy selecting the pods, the default-scheduler variant (its config, static pod and
@@ -66,7 +69,9 @@ for f in "${files[@]}"; do
 done
 
 # --- 2. the kustomizations build --------------------------------------------------------------
+built=0
 build() {  # build <dir> <out.yaml>
+  built=$((built + 1))
   if ! "$kubectl" kustomize "$root/$1" > "$2" 2>"$tmp/err"; then
     fail "kubectl kustomize $1: $(tr '\n' ' ' < "$tmp/err")"
     : > "$2"
@@ -90,6 +95,24 @@ else
 fi
 if [ -f "$root/manifests/examples/kustomization.yaml" ]; then
   build manifests/examples "$tmp/examples.yaml"
+fi
+# Kubernetes 1.24: a Component, enabled as manifests/kustomization.yaml says (uncomment its
+# `components:` lines), here in a copy of manifests/.
+component=variants/kube-1.24
+: > "$tmp/kube124.yaml"
+if [ -f "$root/manifests/$component/kustomization.yaml" ]; then
+  cp -r "$root/manifests" "$tmp/manifests-1.24"
+  sed -i -e 's|^# components:$|components:|' -e "s|^#   - $component\$|  - $component|" \
+    "$tmp/manifests-1.24/kustomization.yaml"
+  if ! grep -q "^  - $component\$" "$tmp/manifests-1.24/kustomization.yaml"; then
+    fail "manifests/kustomization.yaml has no commented-out 'components: [$component]' to enable"
+  else
+    built=$((built + 1))
+    if ! "$kubectl" kustomize "$tmp/manifests-1.24" > "$tmp/kube124.yaml" 2>"$tmp/err"; then
+      fail "kubectl kustomize manifests/ with $component: $(tr '\n' ' ' < "$tmp/err")"
+      : > "$tmp/kube124.yaml"
+    fi
+  fi
 fi
 
 # --- 3 and 4. semantic checks ------------------------------------------------------------------
@@ -176,43 +199,73 @@ def parse_duration(s):
     return None if not m else int(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[m.group(2)]
 
 
-# Fields kube-scheduler's strict decoder accepts (kubescheduler.config.k8s.io/v1): an unknown or
-# misspelt one stops the scheduler at start.
-KSC_FIELDS = {"apiVersion", "kind", "parallelism", "leaderElection", "clientConnection",
-              "enableProfiling", "enableContentionProfiling", "percentageOfNodesToScore",
-              "podInitialBackoffSeconds", "podMaxBackoffSeconds", "profiles", "extenders",
-              "delayCacheUntilActive"}
-LEADER_FIELDS = {"leaderElect", "leaseDuration", "renewDeadline", "retryPeriod", "resourceLock",
-                 "resourceName", "resourceNamespace"}
-CLIENT_FIELDS = {"kubeconfig", "acceptContentTypes", "contentType", "qps", "burst"}
-PROFILE_FIELDS = {"schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig"}
-EXTENDER_FIELDS = {"urlPrefix", "filterVerb", "preemptVerb", "prioritizeVerb", "weight",
-                   "bindVerb", "enableHTTPS", "tlsConfig", "httpTimeout", "nodeCacheCapable",
-                   "managedResources", "ignorable"}
-MANAGED_FIELDS = {"name", "ignoredByScheduler"}
+# The oldest Kubernetes minor version gputopo supports (README.md, "Kubernetes versions").
+OLDEST_MINOR = 24
+# KubeSchedulerConfiguration API versions: the Kubernetes minors whose kube-scheduler reads each
+# (v1beta3: 1.23 to 1.28, removed in 1.29; v1: from 1.25). None: still served.
+KSC_APIS = {"kubescheduler.config.k8s.io/v1beta3": (23, 28),
+            "kubescheduler.config.k8s.io/v1": (25, None)}
+# Fields kube-scheduler's strict decoder accepts, each with the first minor that knows it (0:
+# every supported one): an unknown or misspelt field, or one newer than the oldest scheduler the
+# file is for, stops that scheduler at start.
+KSC_FIELDS = {"apiVersion": 0, "kind": 0, "parallelism": 0, "leaderElection": 0,
+              "clientConnection": 0, "enableProfiling": 0, "enableContentionProfiling": 0,
+              "percentageOfNodesToScore": 0, "podInitialBackoffSeconds": 0,
+              "podMaxBackoffSeconds": 0, "profiles": 0, "extenders": 0,
+              "delayCacheUntilActive": 28}  # kubernetes#115754
+LEADER_FIELDS = dict.fromkeys({"leaderElect", "leaseDuration", "renewDeadline", "retryPeriod",
+                               "resourceLock", "resourceName", "resourceNamespace"}, 0)
+CLIENT_FIELDS = dict.fromkeys({"kubeconfig", "acceptContentTypes", "contentType", "qps", "burst"}, 0)
+PROFILE_FIELDS = {"schedulerName": 0, "plugins": 0, "pluginConfig": 0}
+# Per profile only in v1, from 1.26 (kubernetes#112521).
+PROFILE_FIELDS_V1 = dict(PROFILE_FIELDS, percentageOfNodesToScore=26)
+EXTENDER_FIELDS = dict.fromkeys({"urlPrefix", "filterVerb", "preemptVerb", "prioritizeVerb",
+                                 "weight", "bindVerb", "enableHTTPS", "tlsConfig", "httpTimeout",
+                                 "nodeCacheCapable", "managedResources", "ignorable"}, 0)
+MANAGED_FIELDS = {"name": 0, "ignoredByScheduler": 0}
 
 
-def unknown(obj, allowed, where):
-    for k in sorted(set(obj) - allowed):
-        fail(f"{where}: field '{k}' is unknown to kube-scheduler (strict decoding)")
+def unknown(obj, allowed, where, oldest):
+    for k in sorted(obj):
+        if k not in allowed:
+            fail(f"{where}: field '{k}' is unknown to kube-scheduler (strict decoding)")
+        elif allowed[k] > oldest:
+            fail(f"{where}: field '{k}' needs kube-scheduler 1.{allowed[k]}, but this configuration "
+                 f"is for 1.{oldest} and later (strict decoding stops older ones)")
 
 
-def check_ksc(ksc, where, scheduler_name):
-    """Returns the extender's (host, port) and the leader election settings."""
+def image_minor(image):
+    """The minor version of registry.k8s.io/kube-scheduler:v1.M.P, or None."""
+    m = re.fullmatch(r"registry\.k8s\.io/kube-scheduler:v1\.(\d+)\.\d+", str(image))
+    return int(m.group(1)) if m else None
+
+
+def check_ksc(ksc, where, scheduler_name, minors):
+    """`minors`: (oldest, newest or None) Kubernetes minors whose kube-scheduler must load it.
+    Returns the extender's (host, port) and the leader election settings."""
     if not isinstance(ksc, dict):
         fail(f"{where}: not a KubeSchedulerConfiguration")
         return None, {}
-    if ksc.get("apiVersion") != "kubescheduler.config.k8s.io/v1" or ksc.get("kind") != "KubeSchedulerConfiguration":
-        fail(f"{where}: apiVersion/kind must be kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration")
-    unknown(ksc, KSC_FIELDS, where)
+    oldest, newest = minors
+    api = ksc.get("apiVersion")
+    served = KSC_APIS.get(api)
+    if ksc.get("kind") != "KubeSchedulerConfiguration" or not served:
+        fail(f"{where}: must be a KubeSchedulerConfiguration of {sorted(KSC_APIS)}, got {api}")
+        served = (0, None)
+    elif served[0] > oldest or (served[1] is not None and (newest is None or newest > served[1])):
+        fail(f"{where}: {api} is read by kube-scheduler 1.{served[0]} to "
+             f"{'today' if served[1] is None else '1.' + str(served[1])}, but this file is for "
+             f"1.{oldest} to {'today' if newest is None else '1.' + str(newest)}")
+    unknown(ksc, KSC_FIELDS, where, oldest)
     le = ksc.get("leaderElection", {})
-    unknown(le, LEADER_FIELDS, where + " leaderElection")
-    unknown(ksc.get("clientConnection", {}), CLIENT_FIELDS, where + " clientConnection")
+    unknown(le, LEADER_FIELDS, where + " leaderElection", oldest)
+    unknown(ksc.get("clientConnection", {}), CLIENT_FIELDS, where + " clientConnection", oldest)
     if le.get("leaderElect") is not True:
         fail(f"{where}: leaderElection.leaderElect must be true (several replicas)")
     profiles = ksc.get("profiles", [])
     for p in profiles:
-        unknown(p, PROFILE_FIELDS, where + " profile")
+        unknown(p, PROFILE_FIELDS_V1 if str(api).endswith("/v1") else PROFILE_FIELDS,
+                where + " profile", oldest)
     if scheduler_name not in [p.get("schedulerName") for p in profiles]:
         fail(f"{where}: no profile with schedulerName {scheduler_name}")
     exts = ksc.get("extenders", [])
@@ -220,7 +273,7 @@ def check_ksc(ksc, where, scheduler_name):
         fail(f"{where}: expected one extender, found {len(exts)}")
         return None, le
     e = exts[0]
-    unknown(e, EXTENDER_FIELDS, where + " extender")
+    unknown(e, EXTENDER_FIELDS, where + " extender", oldest)
     m = re.fullmatch(r"http://127\.0\.0\.1:(\d+)/?", e.get("urlPrefix", ""))
     if not m:
         fail(f"{where}: urlPrefix must be http://127.0.0.1:PORT (the sidecar), got {e.get('urlPrefix')!r}")
@@ -239,7 +292,7 @@ def check_ksc(ksc, where, scheduler_name):
         fail(f"{where}: httpTimeout must be a duration of 1s..30s, got {e.get('httpTimeout')!r}")
     mr = e.get("managedResources", [])
     for r in mr:
-        unknown(r, MANAGED_FIELDS, where + " managedResources")
+        unknown(r, MANAGED_FIELDS, where + " managedResources", oldest)
     if [r.get("name") for r in mr] != ["nvidia.com/gpu"] or mr[0].get("ignoredByScheduler", False) is not False:
         fail(f"{where}: managedResources must be [{{name: nvidia.com/gpu, ignoredByScheduler: false}}]")
     return (int(m.group(1)) if m else None), le
@@ -344,7 +397,8 @@ dep = one(main, "Deployment")
 cms = [c for c in find(main, "ConfigMap") if any("KubeSchedulerConfiguration" in v for v in c.get("data", {}).values())]
 if len(cms) != 1:
     fail(f"manifests/: expected one ConfigMap holding a KubeSchedulerConfiguration, found {len(cms)}")
-port, le = None, {}
+port, le, main_ksc = None, {}, None
+V1, V1BETA3 = "kubescheduler.config.k8s.io/v1", "kubescheduler.config.k8s.io/v1beta3"
 if dep and cms:
     cm = cms[0]
     spec = dep["spec"]["template"]["spec"]
@@ -355,8 +409,9 @@ if dep and cms:
     if not ks or not gt:
         fail(f"manifests/: the Deployment needs containers kube-scheduler and gputopo, has {sorted(containers)}")
     else:
-        if not ks.get("image", "").startswith("registry.k8s.io/kube-scheduler:v"):
-            fail(f"manifests/: kube-scheduler image {ks.get('image')!r}")
+        if image_minor(ks.get("image")) is None or image_minor(ks.get("image")) < KSC_APIS[V1][0]:
+            fail(f"manifests/: kube-scheduler image {ks.get('image')!r}: expected "
+                 f"registry.k8s.io/kube-scheduler:v1.M.P with M >= {KSC_APIS[V1][0]} (its configuration is v1)")
         cfg_path = flag(ks.get("command", []) + ks.get("args", []), "--config")
         vol, rel = mounted_file(ks, spec.get("volumes", []), cfg_path or "")
         if not cfg_path or not vol or vol.get("configMap", {}).get("name") != cm["metadata"]["name"]:
@@ -367,8 +422,10 @@ if dep and cms:
             if key not in cm.get("data", {}):
                 fail(f"manifests/: --config={cfg_path} maps to key {key!r}, not in the ConfigMap")
             else:
-                ksc = yaml_text_to_json(cm["data"][key], f"ConfigMap {cm['metadata']['name']} {key}")
-                port, le = check_ksc(ksc, f"ConfigMap {cm['metadata']['name']} {key}", "gputopo-scheduler")
+                main_ksc = yaml_text_to_json(cm["data"][key], f"ConfigMap {cm['metadata']['name']} {key}")
+                # The default configuration: every kube-scheduler that reads v1.
+                port, le = check_ksc(main_ksc, f"ConfigMap {cm['metadata']['name']} {key}",
+                                     "gputopo-scheduler", (KSC_APIS[V1][0], None))
         for probe in ("livenessProbe", "readinessProbe"):
             g = ks.get(probe, {}).get("httpGet", {})
             if g.get("port") not in (10259, "10259") or g.get("scheme") != "HTTPS":
@@ -460,11 +517,18 @@ if os.path.isdir(vdir):
         fail(f"{where}: ClusterRole gputopo is not bound")
     cfgs = [o for o in load_all("manifests/variants/default-scheduler/**/*.yaml") if o.get("kind") == "KubeSchedulerConfiguration"]
     pods = [o for o in load_all("manifests/variants/default-scheduler/*.yaml") if o.get("kind") == "Pod"]
-    if len(cfgs) != 1 or len(pods) != 1:
-        fail(f"{where}: expected one KubeSchedulerConfiguration and one static Pod, found {len(cfgs)} and {len(pods)}")
+    by_api = {c.get("apiVersion"): c for c in cfgs}
+    if len(cfgs) != 2 or set(by_api) != {V1, V1BETA3} or len(pods) != 1:
+        fail(f"{where}: expected a v1 and a v1beta3 KubeSchedulerConfiguration and one static Pod, "
+             f"found {sorted(map(str, by_api))} and {len(pods)} Pods")
     else:
-        vport, _ = check_ksc(cfgs[0], where + " KubeSchedulerConfiguration", "default-scheduler")
-        if not cfgs[0].get("clientConnection", {}).get("kubeconfig"):
+        vport, _ = check_ksc(by_api[V1], where + " scheduler-config.yaml", "default-scheduler",
+                             (KSC_APIS[V1][0], None))
+        check_ksc(by_api[V1BETA3], where + " scheduler-config-v1beta3.yaml", "default-scheduler",
+                  (OLDEST_MINOR, OLDEST_MINOR))
+        if dict(by_api[V1], apiVersion=None) != dict(by_api[V1BETA3], apiVersion=None):
+            fail(f"{where}: scheduler-config.yaml and scheduler-config-v1beta3.yaml differ in more than apiVersion")
+        if not by_api[V1].get("clientConnection", {}).get("kubeconfig"):
             fail(f"{where}: with --config, clientConnection.kubeconfig must name the scheduler's kubeconfig")
         pod = pods[0]
         spec = pod["spec"]
@@ -498,6 +562,51 @@ if os.path.isdir(vdir):
                 fail(f"{where}: {os.path.basename(patch)} does not apply: {r.stderr.strip()}")
             elif json.loads(r.stdout) != pod:
                 fail(f"{where}: {os.path.basename(patch)} disagrees with kube-scheduler.yaml")
+
+# ---------------------------------------------------------------- Kubernetes 1.24 component
+# manifests/ with variants/kube-1.24 enabled: the same objects but for the ConfigMap's
+# KubeSchedulerConfiguration (v1beta3 instead of v1, the same settings) and the kube-scheduler
+# image (1.24's).
+if os.path.isdir(os.path.join(root, "manifests/variants/kube-1.24")):
+    where = "manifests/variants/kube-1.24"
+    k124 = list_from(os.path.join(tmp, "kube124.yaml"))
+    # `main` is manifests/ as built; compare object by object, normalized.
+    def ksc_key(objs):
+        """The (ConfigMap, key) holding the KubeSchedulerConfiguration, or (None, None)."""
+        for c in find(objs, "ConfigMap"):
+            for k, v in c.get("data", {}).items():
+                if "KubeSchedulerConfiguration" in v:
+                    return c, k
+        return None, None
+
+    def normalized(objs):
+        out = json.loads(json.dumps(objs))
+        c, k = ksc_key(out)
+        if c:
+            c["data"][k] = "(the KubeSchedulerConfiguration)"
+        for d in find(out, "Deployment"):
+            for ctr in d["spec"]["template"]["spec"].get("containers", []):
+                if ctr["name"] == "kube-scheduler":
+                    ctr["image"] = "(the kube-scheduler image)"
+        return sorted(out, key=lambda o: (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]))
+
+    if not k124:
+        fail(f"{where}: manifests/ with this component does not build")
+    else:
+        if normalized(k124) != normalized(main):
+            fail(f"{where}: changes more than the scheduler configuration and the kube-scheduler image")
+        c, k = ksc_key(k124)
+        ksc124 = yaml_text_to_json(c["data"][k], f"{where} ConfigMap {k}") if c else None
+        check_ksc(ksc124, f"{where} ConfigMap {k}", "gputopo-scheduler", (OLDEST_MINOR, OLDEST_MINOR))
+        if isinstance(ksc124, dict) and ksc124.get("apiVersion") != V1BETA3:
+            fail(f"{where}: the configuration must be {V1BETA3} (kube-scheduler 1.24 has no v1)")
+        if main_ksc is not None and isinstance(ksc124, dict) and \
+                dict(ksc124, apiVersion=None) != dict(main_ksc, apiVersion=None):
+            fail(f"{where}: its configuration differs from manifests/kube-scheduler-config.yaml in more than apiVersion")
+        imgs = [ctr.get("image") for d in find(k124, "Deployment")
+                for ctr in d["spec"]["template"]["spec"].get("containers", []) if ctr["name"] == "kube-scheduler"]
+        if [image_minor(i) for i in imgs] != [OLDEST_MINOR]:
+            fail(f"{where}: the kube-scheduler image must be 1.{OLDEST_MINOR}'s, got {imgs}")
 
 # ---------------------------------------------------------------- device plugin
 ts = [o for o in load_all("manifests/device-plugin/*.yaml") if o.get("kind") == "ConfigMap"]
@@ -696,4 +805,4 @@ if [ "$failures" -ne 0 ]; then
   echo "manifests_test: FAILED" >&2
   exit 1
 fi
-echo "manifests_test: OK (${#files[@]} files, 3 kustomizations${gputopo_bin:+, examples checked against $gputopo_bin})"
+echo "manifests_test: OK (${#files[@]} files, $built kustomizations${gputopo_bin:+, examples checked against $gputopo_bin})"
