@@ -94,8 +94,9 @@ struct HttpServer::Impl {
     if (bytes == 0) return;
     const size_t before = inflight.fetch_sub(bytes);
     const size_t handled = released_since_trim.fetch_add(bytes) + bytes;
+    // Not once stopping: the admin lane may be gone (sessions are destroyed last).
     if (before == bytes && handled >= kReleaseMemoryAfterBytes && options.release_memory &&
-        !trim_pending.exchange(true)) {
+        !stopping && !trim_pending.exchange(true)) {
       released_since_trim = 0;
       net::post(admin->context(), [this] {
         options.release_memory();

@@ -352,6 +352,21 @@ TEST_F(HttpServerTest, BodiesInFlightStayWithinTheirBudget) {
   EXPECT_EQ(BodyOf(RoundTrip(Post("/verb", "small"))), "verb:application/json:small");
 }
 
+TEST_F(HttpServerTest, MemoryIsReleasedOnceLargeBodiesAreDone) {
+  std::atomic<int> releases{0};
+  HttpServerOptions options;
+  options.release_memory = [&] { ++releases; };
+  StartServer(options);
+  // Small bodies never ask for it.
+  EXPECT_EQ(StatusOf(RoundTrip(Post("/verb", "small"))), 200);
+  EXPECT_EQ(releases.load(), 0);
+  // A body over kReleaseMemoryAfterBytes does, once it is answered and nothing else is in flight.
+  const std::string large(kReleaseMemoryAfterBytes + 1, 'x');
+  EXPECT_EQ(StatusOf(RoundTrip(Post("/verb", large))), 200);
+  while (releases.load() == 0) std::this_thread::yield();
+  EXPECT_EQ(releases.load(), 1);
+}
+
 TEST_F(HttpServerTest, StopFinishesRequestsInFlightAndClosesIdleConnections) {
   StartServer();
   Socket idle(port());
