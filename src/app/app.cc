@@ -15,8 +15,10 @@
 namespace gputopo::app {
 namespace {
 
-// Events waiting to be posted before new ones are dropped (~1 KiB each).
+// Events waiting to be posted before new ones are dropped (~1 KiB each), and the threads that
+// post them (each waits on one API call at a time).
 constexpr size_t kEventQueueCapacity = 1024;
+constexpr int kEventWorkers = 4;
 
 struct NamedText {
   std::string name;

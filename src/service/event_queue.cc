@@ -1,22 +1,28 @@
 #include "src/service/event_queue.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace gputopo::service {
 
-EventQueue::EventQueue(KubeApi& kube, size_t capacity, const std::function<void()>& thread_start)
-    : kube_(kube), capacity_(capacity), thread_([this, thread_start] {
-        if (thread_start) thread_start();
-        Run();
-      }) {}
+EventQueue::EventQueue(KubeApi& kube, size_t capacity, const std::function<void()>& thread_start,
+                       int workers)
+    : kube_(kube), capacity_(capacity) {
+  for (int i = 0; i < std::max(1, workers); ++i) {
+    threads_.emplace_back([this, thread_start] {
+      if (thread_start) thread_start();
+      Run();
+    });
+  }
+}
 
 EventQueue::~EventQueue() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
   }
-  work_.notify_one();
-  thread_.join();
+  work_.notify_all();
+  for (std::thread& t : threads_) t.join();
 }
 
 bool EventQueue::Submit(PodRef pod, std::string reason, std::string message) {

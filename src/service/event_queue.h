@@ -1,12 +1,13 @@
 // EventQueue: Kubernetes Events about pods, posted off the request path.
 //
 // Bind answers kube-scheduler as soon as the Binding is created; the GPUsAssigned Event (one
-// more API round trip) is queued here and posted by one worker thread. The queue is bounded:
+// more API round trip) is queued here and posted by `workers` threads (each post waits on the
+// API server: with 10 ms writes one worker posts about 100 a second). The queue is bounded:
 // when `capacity` events are waiting, a new one is dropped and counted (Events are best effort:
 // kube-apiserver itself drops them under load). A failed post is counted, not retried.
 //
-// Thread safety: thread-safe. `thread_start`, when given, runs first on the worker thread (the
-// application lowers its CPU priority there).
+// Thread safety: thread-safe. `thread_start`, when given, runs first on each worker thread (the
+// application lowers their CPU priority there). With one worker, Events are posted in order.
 #ifndef GPUTOPO_SRC_SERVICE_EVENT_QUEUE_H_
 #define GPUTOPO_SRC_SERVICE_EVENT_QUEUE_H_
 
@@ -18,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gputopo/kube_api.h"
 
@@ -33,9 +35,10 @@ struct EventQueueStats {
 class EventQueue {
  public:
   // `kube` must outlive the queue.
-  EventQueue(KubeApi& kube, size_t capacity, const std::function<void()>& thread_start = {});
-  // Finishes the post in progress, drops (and counts) what is still pending, and stops the
-  // thread. Call Drain first to post them.
+  EventQueue(KubeApi& kube, size_t capacity, const std::function<void()>& thread_start = {},
+             int workers = 1);
+  // Finishes the posts in progress, drops (and counts) what is still pending, and stops the
+  // threads. Call Drain first to post them.
   ~EventQueue();
   EventQueue(const EventQueue&) = delete;
   EventQueue& operator=(const EventQueue&) = delete;
@@ -58,14 +61,14 @@ class EventQueue {
   KubeApi& kube_;
   const size_t capacity_;
   mutable std::mutex mutex_;
-  std::condition_variable work_;  // an event was queued, or stopping
-  std::condition_variable done_;  // finished_ grew
-  std::deque<Event> pending_;     // GUARDED_BY(mutex_)
-  uint64_t queued_ = 0;           // GUARDED_BY(mutex_): events ever accepted
-  uint64_t finished_ = 0;         // GUARDED_BY(mutex_): accepted events posted or failed
-  EventQueueStats stats_;         // GUARDED_BY(mutex_), without `pending`
-  bool stopping_ = false;         // GUARDED_BY(mutex_)
-  std::thread thread_;            // last: starts once the members above exist
+  std::condition_variable work_;      // an event was queued, or stopping
+  std::condition_variable done_;      // finished_ grew
+  std::deque<Event> pending_;         // GUARDED_BY(mutex_)
+  uint64_t queued_ = 0;               // GUARDED_BY(mutex_): events ever accepted
+  uint64_t finished_ = 0;             // GUARDED_BY(mutex_): accepted events posted or failed
+  EventQueueStats stats_;             // GUARDED_BY(mutex_), without `pending`
+  bool stopping_ = false;             // GUARDED_BY(mutex_)
+  std::vector<std::thread> threads_;  // last: start once the members above exist
 };
 
 }  // namespace gputopo::service

@@ -82,6 +82,17 @@ TEST(EventQueueTest, SubmitNeverWaitsForTheApiServer) {
                                                      "c GPUsAssigned three"}));
 }
 
+TEST(EventQueueTest, SeveralWorkersPostAtOnce) {
+  GatedEvents kube;
+  EventQueue queue(kube, 8, {}, 3);
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(queue.Submit({"ml", "p", "u"}, "GPUsAssigned", "m"));
+  kube.WaitEntered(3);  // three posts wait on the API server together
+  EXPECT_EQ(queue.Stats().pending, 1u);
+  kube.Open();
+  EXPECT_TRUE(queue.Drain(std::chrono::hours(1)));
+  EXPECT_EQ(queue.Stats().posted, 4u);
+}
+
 TEST(EventQueueTest, FailuresAreCountedNotRetried) {
   GatedEvents kube;
   kube.Fail();
