@@ -382,8 +382,8 @@ int Main(int argc, char** argv) {
                             templ, 7);
     app::SystemClock clock;
     app::AppOptions options;
-    options.server.port = 0;
-    options.server.threads = 4;
+    options.server.http.port = 0;
+    options.server.http.verb_threads = 4;
     options.snapshot_json = c.list;
     auto app = app::App::Create(options, clock);
     if (!app.ok() || !(*app)->Start().ok()) {

@@ -878,8 +878,8 @@ RunResult RunWithGputopo(const Cluster& c, const Flags& flags) {
   if (!server) return r;
   app::SystemClock clock;
   app::AppOptions options;
-  options.server.port = 0;
-  options.server.grace_period = std::chrono::seconds(2);
+  options.server.http.port = 0;
+  options.server.http.grace_period = std::chrono::seconds(2);
   options.kube = kube::KubeConfig{};
   options.kube->server = server->base_url();
   options.client.request_timeout = std::chrono::seconds(60);

@@ -80,7 +80,7 @@ Result<policies::PresetCatalog> LoadPresets(const std::string& extra_dir) {
 }
 
 App::App(const AppOptions& options, const Clock& clock)
-    : clock_(clock), grace_period_(options.server.grace_period) {}
+    : clock_(clock), grace_period_(options.server.http.grace_period) {}
 App::~App() { Stop(); }
 
 Status App::Start() {

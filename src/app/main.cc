@@ -104,8 +104,8 @@ int RunServer(const AppOptions& options, bool demo, bool exit_after_demo) {
     spdlog::error("cannot start: {}", s.ToString());
     return 2;
   }
-  const std::string base = (options.server.tls_cert_file.empty() ? "http://" : "https://") +
-                           options.server.host + ":" + std::to_string(app.port());
+  const std::string base = (options.server.http.tls_cert_file.empty() ? "http://" : "https://") +
+                           options.server.http.host + ":" + std::to_string(app.port());
   if (app.admin_port() >= 0) {
     spdlog::info("/metrics and /debug on {}:{} ({})", options.server.admin_host, app.admin_port(),
                  options.kube && options.admin_auth
@@ -127,7 +127,7 @@ int RunServer(const AppOptions& options, bool demo, bool exit_after_demo) {
               << " pending pods on " << names.size()
               << " nodes through POST /filter, /prioritize, /bind ==\n\n";
     Result<std::vector<DemoPlacement>> replay = ReplayPods(
-        options.server.host, app.port(), app.cluster().PendingPodObjects(), names, std::cout);
+        options.server.http.host, app.port(), app.cluster().PendingPodObjects(), names, std::cout);
     if (!replay.ok()) {
       spdlog::error("demo failed: {}", replay.status().ToString());
       app.Stop();
@@ -259,10 +259,11 @@ int Main(int argc, char** argv) {
                     "all request bodies being read or handled at once (503 beyond)")
         ->check(CLI::Range(1, 16384))
         ->capture_default_str();
-    cmd->add_option("--threads", options.server.threads, "filter/prioritize worker threads")
+    cmd->add_option("--threads", options.server.http.verb_threads,
+                    "filter/prioritize worker threads")
         ->check(CLI::Range(1, 256))
         ->capture_default_str();
-    cmd->add_option("--bind-threads", options.server.bind_threads, "bind worker threads")
+    cmd->add_option("--bind-threads", options.server.http.bind_threads, "bind worker threads")
         ->check(CLI::Range(1, 1024))
         ->capture_default_str();
     cmd->add_option("--shutdown-grace", grace,
@@ -289,10 +290,10 @@ int Main(int argc, char** argv) {
                    "/readyz fails once the watch has been broken this long (90s, 2m)")
       ->capture_default_str();
   serve
-      ->add_option("--tls-cert", options.server.tls_cert_file,
+      ->add_option("--tls-cert", options.server.http.tls_cert_file,
                    "serve HTTPS with this PEM certificate")
       ->check(CLI::ExistingFile);
-  serve->add_option("--tls-key", options.server.tls_key_file, "and this PEM private key")
+  serve->add_option("--tls-key", options.server.http.tls_key_file, "and this PEM private key")
       ->check(CLI::ExistingFile);
   serve
       ->add_option("--admin-tls-cert", options.server.admin_tls_cert_file,
@@ -331,7 +332,8 @@ int Main(int argc, char** argv) {
 
   if (*import) return RunTopologyImport(replicas, compact);
   if (*profiles) return RunListProfiles();
-  if (Status s = ParseListen("--listen", listen, options.server.host, options.server.port);
+  if (Status s =
+          ParseListen("--listen", listen, options.server.http.host, options.server.http.port);
       !s.ok()) {
     std::cerr << "gputopo: " << s.message() << "\n";
     return 2;
@@ -345,17 +347,17 @@ int Main(int argc, char** argv) {
     }
   }
   options.admin_auth = admin_auth == "kubernetes";
-  options.server.max_body_bytes = static_cast<size_t>(max_body_mib) << 20;
-  options.server.max_inflight_body_bytes = static_cast<size_t>(max_inflight_mib) << 20;
+  options.server.http.max_body_bytes = static_cast<size_t>(max_body_mib) << 20;
+  options.server.http.max_inflight_body_bytes = static_cast<size_t>(max_inflight_mib) << 20;
   if (const std::optional<std::chrono::milliseconds> g = ParseDuration(grace)) {
-    options.server.grace_period = *g;
+    options.server.http.grace_period = *g;
   } else {
     std::cerr << "gputopo: --shutdown-grace " << grace << " is not a duration (10s, 500ms)\n";
     return 2;
   }
-  options.server.release_memory = [] { malloc_trim(0); };
+  options.server.http.release_memory = [] { malloc_trim(0); };
   if (*serve) {
-    if (options.server.tls_cert_file.empty() != options.server.tls_key_file.empty()) {
+    if (options.server.http.tls_cert_file.empty() != options.server.http.tls_key_file.empty()) {
       std::cerr << "gputopo: --tls-cert and --tls-key go together\n";
       return 2;
     }

@@ -62,33 +62,16 @@ bool IsVerb(std::string_view path, std::string_view verb) {
          path[path.size() - verb.size() - 1] == '/';
 }
 
-HttpServerOptions TransportOptions(const ServerOptions& o) {
-  HttpServerOptions out;
-  out.host = o.host;
-  out.port = o.port;
-  out.tls_cert_file = o.tls_cert_file;
-  out.tls_key_file = o.tls_key_file;
-  out.max_body_bytes = o.max_body_bytes;
-  out.max_inflight_body_bytes = o.max_inflight_body_bytes;
-  out.idle_timeout = o.idle_timeout;
-  out.header_timeout = o.header_timeout;
-  out.body_timeout = o.body_timeout;
-  out.grace_period = o.grace_period;
-  out.verb_threads = o.threads;
-  out.bind_threads = o.bind_threads;
-  out.release_memory = o.release_memory;
-  return out;
-}
-
 }  // namespace
 
 struct ExtenderServer::Impl {
   Impl(ServerOptions o, ServerDependencies d)
       : options(std::move(o)),
         deps(std::move(d)),
-        parsers(options.max_body_bytes, kPooledParserBytes, static_cast<size_t>(options.threads)),
+        parsers(options.http.max_body_bytes, kPooledParserBytes,
+                static_cast<size_t>(options.http.verb_threads)),
         server(
-            TransportOptions(options),
+            options.http,
             [this](std::string_view method, std::string_view path) {
               return Routes(method, path, Listener::kMain);
             },
@@ -97,7 +80,7 @@ struct ExtenderServer::Impl {
     recorder.emplace([this](std::shared_ptr<service::CycleRecord> record) { Commit(record); },
                      kMaxPendingRecords, deps.background_thread_start);
     if (options.admin_port >= 0) {
-      HttpServerOptions admin_options = TransportOptions(options);
+      HttpServerOptions admin_options = options.http;
       admin_options.host = options.admin_host;
       admin_options.port = options.admin_port;
       admin_options.tls_cert_file = options.admin_tls_cert_file;

@@ -18,7 +18,6 @@
 #ifndef GPUTOPO_SRC_HTTP_EXTENDER_SERVER_H_
 #define GPUTOPO_SRC_HTTP_EXTENDER_SERVER_H_
 
-#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -33,26 +32,16 @@
 namespace gputopo::http {
 
 struct ServerOptions {
-  std::string host = "127.0.0.1";
-  int port = 8888;                    // 0: any free port
-  size_t max_body_bytes = 64u << 20;  // larger requests get 413
-  // All bodies being read or handled at once; see docs/operations.md for how the defaults fit
-  // the container's memory limit.
-  size_t max_inflight_body_bytes = 96u << 20;
-  int threads = 4;        // filter and prioritize
-  int bind_threads = 32;  // binds (each waits on one API call)
-  std::chrono::milliseconds idle_timeout{std::chrono::seconds(120)};
-  std::chrono::milliseconds header_timeout{std::chrono::seconds(10)};
-  std::chrono::milliseconds body_timeout{std::chrono::seconds(30)};
-  // After RequestStop, how long requests in flight may take to finish.
-  std::chrono::milliseconds grace_period{std::chrono::seconds(10)};
-  // Returns freed heap memory to the system after large bodies (HttpServerOptions); may be empty.
-  std::function<void()> release_memory;
+  // The listener of the verbs: address, TLS (extender enableHTTPS), byte limits, deadlines,
+  // workers (verb_threads: filter and prioritize; bind_threads: binds), shutdown grace.
+  HttpServerOptions http = [] {
+    HttpServerOptions o;
+    o.port = 8888;
+    return o;
+  }();
   size_t debug_max_nodes = 200;  // nodes listed per cycle on /debug/pods
-  std::string tls_cert_file;     // both set: serve HTTPS (extender enableHTTPS)
-  std::string tls_key_file;
   // A listener of their own for /metrics and /debug (port -1: none; they are then served with
-  // the verbs). Probes are answered on both.
+  // the verbs). Probes are answered on both. It shares `http`'s deadlines and grace.
   std::string admin_host = "0.0.0.0";
   int admin_port = -1;
   std::string admin_tls_cert_file;

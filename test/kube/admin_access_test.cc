@@ -28,7 +28,7 @@ class AdminAccessTest : public ::testing::Test {
     server_.AllowNonResource("system:serviceaccount:monitoring:prometheus", "get", "/metrics");
     server_.AllowNonResource("system:serviceaccount:monitoring:prometheus", "get", "/debug/*");
     app::AppOptions options;
-    options.server.port = 0;
+    options.server.http.port = 0;
     options.server.admin_host = "127.0.0.1";
     options.server.admin_port = 0;
     options.kube = kube::KubeConfig{};

@@ -60,8 +60,8 @@ class LiveTest : public ::testing::Test {
 
   std::unique_ptr<app::App> StartApp(std::chrono::milliseconds request_timeout = kAnswerDeadline) {
     app::AppOptions options;
-    options.server.port = 0;
-    options.server.threads = 8;
+    options.server.http.port = 0;
+    options.server.http.verb_threads = 8;
     options.kube = kube::KubeConfig{};
     options.kube->server = server_.base_url();
     options.client.request_timeout = request_timeout;

@@ -17,7 +17,7 @@ class DemoTest : public ::testing::Test {
  protected:
   void SetUp() override {
     AppOptions options;
-    options.server.port = 0;
+    options.server.http.port = 0;
     options.snapshot_json = DemoClusterJson();
     ASSERT_FALSE(options.snapshot_json.empty());
     auto created = App::Create(options, clock_);

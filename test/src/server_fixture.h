@@ -82,9 +82,9 @@ class ServerTest : public ::testing::Test {
  protected:
   void StartWith(const json& cluster, size_t max_body = 64u << 20) {
     app::AppOptions options;
-    options.server.port = 0;
-    options.server.threads = 4;
-    options.server.max_body_bytes = max_body;
+    options.server.http.port = 0;
+    options.server.http.verb_threads = 4;
+    options.server.http.max_body_bytes = max_body;
     options.snapshot_json = cluster.dump();
     auto created = app::App::Create(options, clock_);
     ASSERT_TRUE(created.ok()) << created.status().ToString();

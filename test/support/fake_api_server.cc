@@ -1019,8 +1019,7 @@ class FakeApiServer::Impl {
   // RBAC's nonResourceURLs: an exact path, or a prefix ending in '*'; the user or a group.
   void SubjectAccessReview(const httplib::Request& req, httplib::Response& res) {
     json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-    if (body.is_discarded() || !body.is_object() ||
-        Str(body, {"kind"}) != "SubjectAccessReview") {
+    if (body.is_discarded() || !body.is_object() || Str(body, {"kind"}) != "SubjectAccessReview") {
       return Reply(res, BadRequest("the object provided is unrecognized (must be of type "
                                    "SubjectAccessReview)"));
     }
@@ -1037,18 +1036,17 @@ class FakeApiServer::Impl {
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (const auto& [subject, rule_verb, rule_path] : non_resource_rules_) {
-        const bool path_ok =
-            rule_path == path || (!rule_path.empty() && rule_path.back() == '*' &&
-                                  path.compare(0, rule_path.size() - 1, rule_path, 0,
-                                               rule_path.size() - 1) == 0);
+        const bool path_ok = rule_path == path || (!rule_path.empty() && rule_path.back() == '*' &&
+                                                   path.compare(0, rule_path.size() - 1, rule_path,
+                                                                0, rule_path.size() - 1) == 0);
         if (path_ok && rule_verb == verb &&
             std::find(subjects.begin(), subjects.end(), subject) != subjects.end()) {
           allowed = true;
         }
       }
     }
-    body["status"] = allowed ? json{{"allowed", true}, {"reason", "RBAC: allowed"}}
-                             : json{{"allowed", false}};
+    body["status"] =
+        allowed ? json{{"allowed", true}, {"reason", "RBAC: allowed"}} : json{{"allowed", false}};
     Reply(res, 201, body);
   }
 
