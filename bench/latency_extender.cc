@@ -383,7 +383,7 @@ int Main(int argc, char** argv) {
     app::SystemClock clock;
     app::AppOptions options;
     options.server.http.port = 0;
-    options.server.http.verb_threads = 4;
+    options.server.http.verb_threads = 1;
     options.snapshot_json = c.list;
     auto app = app::App::Create(options, clock);
     if (!app.ok() || !(*app)->Start().ok()) {

@@ -260,7 +260,7 @@ int Main(int argc, char** argv) {
         ->check(CLI::Range(1, 16384))
         ->capture_default_str();
     cmd->add_option("--threads", options.server.http.verb_threads,
-                    "filter/prioritize worker threads")
+                    "filter/prioritize at once (I/O threads that may run them)")
         ->check(CLI::Range(1, 256))
         ->capture_default_str();
     cmd->add_option("--bind-threads", options.server.http.bind_threads, "bind worker threads")

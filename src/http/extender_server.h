@@ -11,7 +11,8 @@
 // shows it on the pod), HTTP 400 for prioritize (which has no error field), 413 for a body over
 // the limit, 415 for a compressed body, 503 with Retry-After when the bodies in flight would
 // exceed their budget. One log line per request. Lanes: probes on the I/O thread, filter and
-// prioritize on the verb pool, bind on its own pool, /debug and /metrics on the admin pool.
+// prioritize on I/O threads of their own, bind on its own pool, /debug and /metrics on the admin
+// pool.
 //
 // Thread safety: Start/Stop from one thread; RequestStop from any; requests are served
 // concurrently.

@@ -10,6 +10,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -41,28 +42,83 @@ bool IsHttpError(const error_code& ec) {
   return ec.category() == bhttp::make_error_code(bhttp::error::end_of_stream).category();
 }
 
-// A worker pool for one lane: an io_context run by `threads` threads.
+// A worker pool for one lane. A task goes to the worker that became idle last (a stack, not a
+// queue), so that a client sending one request at a time, as kube-scheduler's scheduling loop
+// does, is served by the same thread every time, with its caches, its malloc arena and its core
+// warm: handing successive requests to the workers in turn made filter's p99 twice as long at
+// 5000 nodes. With every worker busy, tasks wait in FIFO order.
 class LanePool {
  public:
-  explicit LanePool(int threads) : work_(net::make_work_guard(context_)) {
-    for (int i = 0; i < std::max(1, threads); ++i)
-      threads_.emplace_back([this] { context_.run(); });
+  explicit LanePool(int threads) {
+    for (int i = 0; i < std::max(1, threads); ++i) workers_.push_back(std::make_unique<Worker>());
+    for (auto& worker : workers_) threads_.emplace_back([this, w = worker.get()] { Run(*w); });
   }
   ~LanePool() { Stop(); }
-  net::io_context& context() { return context_; }
-  // Handlers running finish; queued ones are dropped.
+  LanePool(const LanePool&) = delete;
+  LanePool& operator=(const LanePool&) = delete;
+
+  // Dropped once stopping.
+  void Post(std::function<void()> task) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return;
+    if (!idle_.empty()) {
+      Worker* worker = idle_.back();
+      idle_.pop_back();
+      worker->task = std::move(task);
+      worker->wake.notify_one();
+      return;
+    }
+    queue_.push_back(std::move(task));
+  }
+
+  // Tasks running finish; queued ones are dropped (destroyed here, outside the lock).
   void Stop() {
-    work_.reset();
-    context_.stop();
+    std::deque<std::function<void()>> dropped;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+      dropped.swap(queue_);
+      for (auto& worker : workers_) worker->wake.notify_one();
+    }
     for (std::thread& t : threads_) {
       if (t.joinable()) t.join();
     }
   }
 
  private:
-  net::io_context context_;
-  net::executor_work_guard<net::io_context::executor_type> work_;
-  std::vector<std::thread> threads_;
+  struct Worker {
+    std::condition_variable wake;
+    std::function<void()> task;  // GUARDED_BY(mutex_)
+  };
+
+  void Run(Worker& w) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      if (!w.task && !queue_.empty()) {
+        w.task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      if (!w.task) {
+        if (stopping_) return;
+        idle_.push_back(&w);
+        w.wake.wait(lock, [&] { return w.task != nullptr || stopping_; });
+        if (!w.task) return;  // stopping
+      }
+      std::function<void()> task = std::move(w.task);
+      w.task = nullptr;
+      lock.unlock();
+      task();
+      task = nullptr;  // what it holds goes before the next task starts
+      lock.lock();
+    }
+  }
+
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Worker>> workers_;  // constant after construction
+  std::vector<Worker*> idle_;                     // GUARDED_BY(mutex_): last idle at the back
+  std::deque<std::function<void()>> queue_;       // GUARDED_BY(mutex_)
+  bool stopping_ = false;                         // GUARDED_BY(mutex_)
+  std::vector<std::thread> threads_;              // last: start once the members above exist
 };
 
 }  // namespace
@@ -98,24 +154,23 @@ struct HttpServer::Impl {
     if (before == bytes && handled >= kReleaseMemoryAfterBytes && options.release_memory &&
         !stopping && !trim_pending.exchange(true)) {
       released_since_trim = 0;
-      net::post(admin->context(), [this] {
+      admin->Post([this] {
         options.release_memory();
         trim_pending = false;
       });
     }
   }
 
-  net::io_context& Pool(Lane lane) {
+  LanePool& Pool(Lane lane) {
     switch (lane) {
-      case Lane::kVerbs:
-        return verbs->context();
       case Lane::kBind:
-        return bind->context();
+        return *bind;
       case Lane::kAdmin:
+      case Lane::kVerbs:
       case Lane::kInline:
         break;
     }
-    return admin->context();
+    return *admin;
   }
 
   uint64_t Register(const std::shared_ptr<SessionBase>& session) {
@@ -162,7 +217,7 @@ struct HttpServer::Impl {
   std::optional<net::steady_timer> accept_retry;
   int port = 0;
   // After the io_context: destroyed first, with the handlers they still hold.
-  std::unique_ptr<LanePool> verbs, bind, admin;
+  std::unique_ptr<LanePool> bind, admin;
   std::vector<std::thread> io_threads;
 };
 
@@ -303,21 +358,22 @@ class Connection final : public SessionBase {
       ReleaseBody();
       return Write(std::move(response));
     }
-    if (route.lane == Lane::kInline) {
+    if (route.lane == Lane::kInline || route.lane == Lane::kVerbs) {
+      // On this I/O thread, which has the body in its cache (see kVerbs).
       HttpResponse response = Handle(route, request);
       request.body = std::string();
       ReleaseBody();
       return Write(std::move(response));
     }
-    net::post(server_.Pool(route.lane), [self = Self(), route = std::move(route),
-                                         request = std::move(request)]() mutable {
-      HttpResponse response = Handle(route, request);
-      request.body = std::string();  // freed before its budget is
-      self->ReleaseBody();
-      net::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
-        self->Write(std::move(response));
-      });
-    });
+    server_.Pool(route.lane)
+        .Post([self = Self(), route = std::move(route), request = std::move(request)]() mutable {
+          HttpResponse response = Handle(route, request);
+          request.body = std::string();  // freed before its budget is
+          self->ReleaseBody();
+          net::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
+            self->Write(std::move(response));
+          });
+        });
   }
 
   static HttpResponse Handle(const Route& route, const HttpRequest& request) {
@@ -520,12 +576,13 @@ Status HttpServer::Start() {
   if (ec) return Unavailable("cannot listen on " + where + ": " + ec.message());
   s.port = s.acceptor.local_endpoint().port();
   s.accept_retry.emplace(s.io);
-  s.verbs = std::make_unique<LanePool>(s.options.verb_threads);
   s.bind = std::make_unique<LanePool>(s.options.bind_threads);
   s.admin = std::make_unique<LanePool>(s.options.admin_threads);
   s.io_work.emplace(net::make_work_guard(s.io));
   s.Accept();
-  for (int i = 0; i < std::max(1, s.options.io_threads); ++i) {
+  // The verbs run on I/O threads (kVerbs): verb_threads more of them.
+  const int io_threads = std::max(1, s.options.io_threads) + std::max(1, s.options.verb_threads);
+  for (int i = 0; i < io_threads; ++i) {
     s.io_threads.emplace_back([&s] { s.io.run(); });
   }
   return Status::Ok();
@@ -572,7 +629,6 @@ void HttpServer::Wait() {
   s.io.stop();
   for (std::thread& t : s.io_threads) t.join();
   s.io_threads.clear();
-  if (s.verbs) s.verbs->Stop();
   if (s.bind) s.bind->Stop();
   if (s.admin) s.admin->Stop();
 }
