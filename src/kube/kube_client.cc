@@ -243,6 +243,15 @@ Status KubeClient::ErrorOf(const Response& response, std::string_view what) {
   return Internal(message);
 }
 
+Result<KubeClient::Response> KubeClient::Create(std::string_view path, std::string_view body) {
+  Result<Response> response = Call("POST", path, body, "application/json");
+  if (!response.ok()) return response.status();
+  if (response->status != 200 && response->status != 201) {
+    return ErrorOf(*response, "POST " + std::string(path));
+  }
+  return response;
+}
+
 Result<PodInfo> KubeClient::GetPod(std::string_view namespace_name, std::string_view name) {
   if (!SafeForPath(namespace_name) || !SafeForPath(name)) {
     return InvalidArgument("not a valid pod name: " + std::string(namespace_name) + "/" +
@@ -298,11 +307,8 @@ Status KubeClient::BindPod(const PodRef& pod, std::string_view resource_version,
     for (const auto& [key, value] : annotations) out[key] = value;
   }
   const std::string path = PodPath(pod) + "/binding";
-  Result<Response> response = Call("POST", path, Dump(binding), "application/json");
+  Result<Response> response = Create(path, Dump(binding));
   if (!response.ok()) return response.status();
-  if (response->status != 200 && response->status != 201) {
-    return ErrorOf(*response, "POST " + path);
-  }
   return Status::Ok();
 }
 
@@ -312,11 +318,8 @@ Status KubeClient::RecordEvent(const PodRef& pod, std::string_view reason,
   const json event = codec::EncodePodEvent(pod, reason, message, options_.component,
                                            codec::FormatRfc3339(clock_.Now()));
   const std::string path = "/api/v1/namespaces/" + pod.namespace_name + "/events";
-  Result<Response> response = Call("POST", path, Dump(event), "application/json");
+  Result<Response> response = Create(path, Dump(event));
   if (!response.ok()) return response.status();
-  if (response->status != 201 && response->status != 200) {
-    return ErrorOf(*response, "POST " + path);
-  }
   return Status::Ok();
 }
 
@@ -336,11 +339,8 @@ Result<std::optional<http::ReviewedUser>> KubeClient::ReviewToken(std::string_vi
                        {"kind", "TokenReview"},
                        {"spec", {{"token", std::string(token)}}}};
   const std::string path = "/apis/authentication.k8s.io/v1/tokenreviews";
-  Result<Response> response = Call("POST", path, Dump(review), "application/json");
+  Result<Response> response = Create(path, Dump(review));
   if (!response.ok()) return response.status();
-  if (response->status != 200 && response->status != 201) {
-    return ErrorOf(*response, "POST " + path);
-  }
   const json answer = json::parse(response->body, nullptr, /*allow_exceptions=*/false);
   if (answer.is_discarded() || !answer.is_object()) return Internal("TokenReview: not JSON");
   const json status = answer.value("status", json::object());
@@ -370,11 +370,8 @@ Result<bool> KubeClient::ReviewAccess(const http::ReviewedUser& user, std::strin
   const json review = {
       {"apiVersion", "authorization.k8s.io/v1"}, {"kind", "SubjectAccessReview"}, {"spec", spec}};
   const std::string api = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
-  Result<Response> response = Call("POST", api, Dump(review), "application/json");
+  Result<Response> response = Create(api, Dump(review));
   if (!response.ok()) return response.status();
-  if (response->status != 200 && response->status != 201) {
-    return ErrorOf(*response, "POST " + api);
-  }
   const json answer = json::parse(response->body, nullptr, /*allow_exceptions=*/false);
   if (answer.is_discarded() || !answer.is_object()) {
     return Internal("SubjectAccessReview: not JSON");

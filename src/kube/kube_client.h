@@ -79,6 +79,9 @@ class KubeClient final : public KubeApi, public http::AccessReviewer {
     std::string body;
   };
   // One request; `body` empty for GET.
+  // POSTs the JSON `body` to `path`: the answer when it is 200 or 201 (a create), else the
+  // error.
+  Result<Response> Create(std::string_view path, std::string_view body);
   Result<Response> Call(std::string_view method, std::string_view path, std::string_view body,
                         std::string_view content_type);
   // Turns a non-2xx answer into a Status with the API server's message.
