@@ -119,7 +119,16 @@ struct Cluster {
   std::vector<json> pending;         // pods to schedule
 };
 
-Cluster MakeCluster(int nodes, int pods_per_node, int pending, const json& templ, uint64_t seed) {
+// The cluster's bound pods and the pods to schedule, all in one namespace (so that a pending
+// pod's spread group is on the nodes that hold its Deployment's replicas).
+//   mixed:      pods_per_node pods per node, replicas of ~nodes/2 Deployments on random GPUs with
+//               room; the pending pods are of 7 of those Deployments (each on ~20 nodes).
+//   deployment: the same, but one of each node's pods is a replica of Deployment "web", which
+//               the pending pods scale up: the pod's group is on every node (gputopo's main case,
+//               a large Deployment spread over the cluster), on diverse GPUs and free masks.
+Cluster MakeCluster(int nodes, int pods_per_node, int pending, const json& templ, uint64_t seed,
+                    const std::string& scenario = "mixed") {
+  const bool deployment = scenario == "deployment";
   std::mt19937_64 rng(seed);
   Cluster c;
   json items = json::array();
@@ -129,22 +138,23 @@ Cluster MakeCluster(int nodes, int pods_per_node, int pending, const json& templ
     c.objects.push_back(node.dump());
     items.push_back(std::move(node));
   }
-  // 10 pods per node: replicas of ~nodes/2 Deployments, on GPUs with room (4 slots each).
   for (int i = 0; i < nodes; ++i) {
     std::vector<int> used(8, 0);
     for (int p = 0; p < pods_per_node; ++p) {
       int gpu = static_cast<int>(rng() % 8);
       while (used[static_cast<size_t>(gpu)] >= 4) gpu = (gpu + 1) % 8;
       ++used[static_cast<size_t>(gpu)];
-      const std::string deployment = "svc" + std::to_string(rng() % std::max(1, nodes / 2));
-      items.push_back(MakePod("prod", "p-" + std::to_string(i) + "-" + std::to_string(p), 1,
-                              deployment, c.names[static_cast<size_t>(i)], std::to_string(gpu)));
+      const std::string owner = deployment && p == 0
+                                    ? std::string("web")
+                                    : "svc" + std::to_string(rng() % std::max(1, nodes / 2));
+      items.push_back(MakePod("prod", "p-" + std::to_string(i) + "-" + std::to_string(p), 1, owner,
+                              c.names[static_cast<size_t>(i)], std::to_string(gpu)));
     }
   }
   for (int p = 0; p < pending; ++p) {
-    const int gpus = p % 10 == 0 ? 4 : p % 5 == 0 ? 2 : 1;
-    json pod =
-        MakePod("bench", "new-" + std::to_string(p), gpus, "svc" + std::to_string(p % 7), "", "");
+    const int gpus = deployment ? 1 : p % 10 == 0 ? 4 : p % 5 == 0 ? 2 : 1;
+    const std::string owner = deployment ? std::string("web") : "svc" + std::to_string(p % 7);
+    json pod = MakePod("prod", "new-" + std::to_string(p), gpus, owner, "", "");
     c.pending.push_back(pod);
     items.push_back(pod);
   }
@@ -296,8 +306,8 @@ LiveMemory MeasureLive(const std::string& gputopo, const Cluster& c, int cycles)
     std::mt19937_64 rng(5);
     for (int i = 0; i < cycles; ++i) {
       const int gpus = i % 10 == 0 ? 4 : i % 5 == 0 ? 2 : 1;
-      const json pod = MakePod("bench", "load-" + std::to_string(i), gpus,
-                               "svc" + std::to_string(i % 7), "", "");
+      const json pod =
+          MakePod("prod", "load-" + std::to_string(i), gpus, "svc" + std::to_string(i % 7), "", "");
       const std::string body = ArgsBody(pod, c, false, rng);
       auto filtered = client.Post("/filter", body, "application/json");
       auto scored = client.Post("/prioritize", body, "application/json");
@@ -347,6 +357,10 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(1, 20));
   std::string modes = "NodeNames,Nodes";
   cli.add_option("--modes", modes, "request forms to measure")->capture_default_str();
+  std::string scenario = "mixed";
+  cli.add_option("--scenario", scenario, "the cluster: mixed or deployment (see MakeCluster)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"mixed", "deployment"}));
   bool skip_memory = false;
   cli.add_flag("--skip-memory", skip_memory, "do not measure resident memory");
   std::string rss_cluster;
@@ -379,7 +393,7 @@ int Main(int argc, char** argv) {
     largest = std::max(largest, nodes);
     // Enough pending pods for every steady-state cycle of both modes.
     Cluster c = MakeCluster(nodes, pods_per_node, requests * repeat + std::max(20, requests / 10),
-                            templ, 7);
+                            templ, 7, scenario);
     app::SystemClock clock;
     app::AppOptions options;
     options.server.http.port = 0;
@@ -468,7 +482,7 @@ int Main(int argc, char** argv) {
           }
         }
         const std::string bind = json({{"PodName", pod["metadata"]["name"]},
-                                       {"PodNamespace", "bench"},
+                                       {"PodNamespace", pod["metadata"]["namespace"]},
                                        {"PodUID", pod["metadata"]["uid"]},
                                        {"Node", best}})
                                      .dump();

@@ -385,41 +385,66 @@ std::shared_ptr<const NodeEvaluation> PodEvaluator::EvaluateShared(const NodeSta
   return it->second;
 }
 
-EvaluationRef PodEvaluator::TableAnswer(ShapeTable& table, const ClusterSnapshot& snapshot,
-                                        size_t position) {
-  const uint64_t version = snapshot.summary(position).version;
-  if (const EvaluationRef* found = table.Find(position, version)) {
+EvaluationRef PodEvaluator::TableAnswer(ShapeTable& table, ShapeTable* base,
+                                        const ClusterSnapshot& snapshot, size_t position) {
+  const NodeSummary& summary = snapshot.summary(position);
+  if (const EvaluationRef* found = table.Find(position, summary.version)) {
     ++table_hits_;
     return *found;
   }
-  return table.Store(position, version, EvaluateShared(*snapshot.nodes()[position], 0));
+  const bool may_hold_group =
+      pod_.spread != SpreadMode::kNone && summary.groups.MayContain(group_hash_);
+  if (base != nullptr && !may_hold_group) {
+    std::shared_ptr<const NodeEvaluation> seeded = base->FindOwned(position, summary.version);
+    if (seeded == nullptr) {
+      seeded = EvaluateShared(*snapshot.nodes()[position], 0);
+      (void)base->Store(position, summary.version, seeded);
+    } else {
+      ++table_hits_;
+    }
+    return table.Store(position, summary.version, std::move(seeded));
+  }
+  const NodeState& node = *snapshot.nodes()[position];
+  return table.Store(position, summary.version,
+                     EvaluateShared(node, may_hold_group ? GroupGpusOf(node) : 0));
 }
 
 size_t PodEvaluator::RefreshTable(ShapeTable& table, const ClusterSnapshot& snapshot,
-                                  const std::vector<size_t>* positions,
-                                  const std::vector<std::string>& groups) {
-  std::lock_guard<std::mutex> lock(table.mutex);
-  table.Attach(snapshot.name_index());
+                                  const std::vector<size_t>* positions) {
+  // The table's lock is held only to find the stale slots and to store the new answers, not
+  // while evaluating: a cycle of the shape never waits for a refresh's searches.
+  std::vector<size_t> stale;
+  {
+    std::lock_guard<std::mutex> lock(table.mutex);
+    table.Attach(snapshot.name_index());
+    auto look = [&](size_t position) {
+      if (table.Find(position, snapshot.summary(position).version) == nullptr)
+        stale.push_back(position);
+    };
+    if (positions != nullptr) {
+      for (size_t position : *positions) look(position);
+    } else {
+      for (size_t position = 0; position < snapshot.nodes().size(); ++position) look(position);
+    }
+  }
+  if (stale.empty()) return 0;
   const uint64_t evaluated_before = evaluated_;
-  std::vector<size_t> group_hashes;
-  for (const std::string& group : groups)
-    group_hashes.push_back(std::hash<std::string_view>{}(group));
-  auto refresh = [&](size_t position) {
-    (void)TableAnswer(table, snapshot, position);
+  std::vector<std::shared_ptr<const NodeEvaluation>> answers;
+  answers.reserve(stale.size());
+  for (size_t position : stale) {
     const NodeSummary& summary = snapshot.summary(position);
     const NodeState& node = *snapshot.nodes()[position];
-    if (!node.has_topology()) return;
-    for (size_t g = 0; g < groups.size(); ++g) {
-      if (!summary.groups.MayContain(group_hashes[g])) continue;
-      if (const GpuMask mask = node.GroupGpus(groups[g], group_hashes[g]); mask != 0) {
-        (void)EvaluateShared(node, mask);  // kept in the node's memo by the cache
-      }
+    const bool may_hold_group =
+        pod_.spread != SpreadMode::kNone && summary.groups.MayContain(group_hash_);
+    answers.push_back(EvaluateShared(node, may_hold_group ? GroupGpusOf(node) : 0));
+  }
+  std::lock_guard<std::mutex> lock(table.mutex);
+  // A cycle on a snapshot with other nodes may have moved the table on: then these positions
+  // are not the table's any more, and the next refresh starts again.
+  if (table.attached(snapshot.name_index())) {
+    for (size_t i = 0; i < stale.size(); ++i) {
+      (void)table.Store(stale[i], snapshot.summary(stale[i]).version, std::move(answers[i]));
     }
-  };
-  if (positions != nullptr) {
-    for (size_t position : *positions) refresh(position);
-  } else {
-    for (size_t position = 0; position < snapshot.nodes().size(); ++position) refresh(position);
   }
   table.Pin();  // compacts what the replaced slots no longer need
   return static_cast<size_t>(evaluated_ - evaluated_before);
@@ -429,33 +454,35 @@ CycleEvaluations PodEvaluator::EvaluateAt(const ClusterSnapshot& snapshot,
                                           const std::vector<size_t>& positions) {
   CycleEvaluations out;
   out.per_node.resize(positions.size());
-  // Without a cache every evaluation is owned here; with one, those of nodes that hold the
-  // pod's group (the table keeps the others).
-  auto own = std::make_shared<std::vector<std::shared_ptr<const NodeEvaluation>>>();
-  auto evaluate_and_own = [&](const NodeState& node, GpuMask group) {
-    own->push_back(EvaluateShared(node, group));
-    return EvaluationRef::To(*own->back());
-  };
-  if (cache_ == nullptr) {
+  if (cache_ == nullptr) {  // every evaluation is owned here
+    auto own = std::make_shared<std::vector<std::shared_ptr<const NodeEvaluation>>>();
     for (size_t i = 0; i < positions.size(); ++i) {
       if (positions[i] == ClusterSnapshot::kNotFound) continue;
       const NodeState& node = *snapshot.nodes()[positions[i]];
-      out.per_node[i] = evaluate_and_own(node, GroupGpusOf(node));
+      own->push_back(EvaluateShared(node, GroupGpusOf(node)));
+      out.per_node[i] = EvaluationRef::To(*own->back());
     }
     out.owners.push_back(std::move(own));
     return out;
   }
   const std::shared_ptr<ShapeTable> table = cache_->Table(shape_id_, pod_, shared_preset_);
+  // A spreading pod's table is its group's; nodes without the group answer as in the shape's
+  // base table (locked after the group's: no lock is ever taken the other way round).
+  std::shared_ptr<ShapeTable> base;
+  if (!EvaluationCache::TableGroup(pod_).empty()) {
+    PodRequirements no_group = pod_;
+    no_group.group.clear();
+    base = cache_->Table(shape_id_, no_group, shared_preset_);
+  }
   std::lock_guard<std::mutex> lock(table->mutex);
+  std::unique_lock<std::mutex> base_lock;
   table->Attach(snapshot.name_index());
-  const bool spread = pod_.spread != SpreadMode::kNone;
+  if (base != nullptr) {
+    base_lock = std::unique_lock<std::mutex>(base->mutex);
+    base->Attach(snapshot.name_index());
+  }
   auto answer = [&](size_t position) -> EvaluationRef {
-    const NodeSummary& summary = snapshot.summary(position);
-    if (spread && summary.groups.MayContain(group_hash_)) {
-      const NodeState& node = *snapshot.nodes()[position];
-      if (const GpuMask group = GroupGpusOf(node); group != 0) return evaluate_and_own(node, group);
-    }
-    return TableAnswer(*table, snapshot, position);
+    return TableAnswer(*table, base.get(), snapshot, position);
   };
   const size_t node_count = snapshot.node_count();
   if (positions.size() >= node_count / kSweepShare && node_count <= UINT32_MAX) {
@@ -488,7 +515,7 @@ CycleEvaluations PodEvaluator::EvaluateAt(const ClusterSnapshot& snapshot,
     }
   }
   out.owners.push_back(table->Pin());
-  if (!own->empty()) out.owners.push_back(std::move(own));
+  if (base != nullptr) (void)base->Pin();  // its answers this cycle uses are the table's too
   return out;
 }
 

@@ -104,23 +104,22 @@ class PodEvaluator {
   const NodeEvaluation& evaluation(uint32_t index) const { return *evaluations_[index]; }
 
   // Evaluates the pod on the nodes of `snapshot` at `positions` (kNotFound: an unknown node,
-  // answered with a null evaluation). With a cache, through its ShapeTable: nodes that hold no
-  // GPU of the pod's group and have not changed since the shape was last evaluated cost two
+  // answered with a null evaluation). With a cache, through its ShapeTable for the pod's shape
+  // and group: nodes that have not changed since the table last answered for them cost two
   // array reads, made in position order when the positions are at least 1/kSweepShare of the
   // snapshot's nodes. Does not add to evaluations().
   static constexpr size_t kSweepShare = 4;
   CycleEvaluations EvaluateAt(const ClusterSnapshot& snapshot,
                               const std::vector<size_t>& positions);
-  // Brings `table`, the cache's table for this pod's shape (EvaluationCache::RefreshableShapes),
-  // up to date with `snapshot`: every node whose state changed since its slot was computed is
-  // evaluated (with no GPU of the group, as the table keeps them), so that the next cycle of
-  // the shape only reads. With `positions`, only those are looked at (the nodes known to have
-  // changed since the table was last brought up to date). Nodes holding one of `groups` are
-  // also evaluated with that group's GPUs, into the node's own memo, for the next pod of the
-  // group. Returns how many evaluations were made.
+  // Brings `table`, a table of the cache for this pod's shape and group
+  // (EvaluationCache::RefreshableShapes), up to date with `snapshot`: every node whose state
+  // changed since its slot was computed is evaluated (with the GPUs holding the pod's group),
+  // so that the next cycle of the shape and group only reads. With `positions`, only those are
+  // looked at (the nodes known to have changed since the table was last brought up to date).
+  // The table is locked only to find the stale slots and to store the answers, never during a
+  // search, so cycles of the shape do not wait for it. Returns how many evaluations were made.
   size_t RefreshTable(ShapeTable& table, const ClusterSnapshot& snapshot,
-                      const std::vector<size_t>* positions = nullptr,
-                      const std::vector<std::string>& groups = {});
+                      const std::vector<size_t>* positions = nullptr);
   uint64_t table_hits() const { return table_hits_; }
   size_t evaluation_count() const { return evaluations_.size(); }
   uint64_t memo_hits() const { return memo_hits_; }
@@ -134,9 +133,12 @@ class PodEvaluator {
   GpuMask GroupGpusOf(const NodeState& node) const;
   // Evaluate()'s answer, through the node memo and this cycle's memo, without keeping it.
   std::shared_ptr<const NodeEvaluation> EvaluateShared(const NodeState& node, GpuMask group);
-  // The answer `table` keeps for the node at `position` (no GPU of the group), evaluated and
-  // stored when the slot is not for the node's current version. The caller holds table.mutex.
-  EvaluationRef TableAnswer(ShapeTable& table, const ClusterSnapshot& snapshot, size_t position);
+  // The answer `table` (of this pod's shape and group) keeps for the node at `position`,
+  // evaluated and stored when the slot is not for the node's current version. A node that
+  // cannot hold the pod's group takes `base`'s answer when it has one (the shape's table for a
+  // group on no node; may be null). The caller holds the mutex of both tables.
+  EvaluationRef TableAnswer(ShapeTable& table, ShapeTable* base, const ClusterSnapshot& snapshot,
+                            size_t position);
 
   const PodRequirements& pod_;
   std::shared_ptr<const Preset> shared_preset_;  // may be null

@@ -29,23 +29,27 @@ std::shared_ptr<const NodeEvaluation> EvaluationCache::Find(const NodeState& nod
   return value;
 }
 
+std::string_view EvaluationCache::TableGroup(const PodRequirements& pod) {
+  return pod.spread == SpreadMode::kNone ? std::string_view() : std::string_view(pod.group);
+}
+
 std::shared_ptr<ShapeTable> EvaluationCache::Table(uint64_t shape_id, const PodRequirements& pod,
                                                    std::shared_ptr<const Preset> preset) {
+  const std::string_view group = TableGroup(pod);
   std::lock_guard<std::mutex> lock(shapes_mutex_);
   ++uses_;
   for (TableEntry& entry : tables_) {
-    if (entry.shape_id == shape_id) {
+    if (entry.shape_id == shape_id && entry.group == group) {
       entry.last_used = uses_;
       if (entry.preset == nullptr && preset != nullptr) {
         entry.pod = pod;
         entry.preset = std::move(preset);
       }
-      RememberGroup(entry, pod);
       return entry.table;
     }
   }
-  TableEntry fresh{shape_id, uses_, std::make_shared<ShapeTable>(), pod, std::move(preset), {}};
-  RememberGroup(fresh, pod);
+  TableEntry fresh{shape_id, std::string(group), uses_, std::make_shared<ShapeTable>(),
+                   pod,      std::move(preset)};
   std::shared_ptr<ShapeTable> table = fresh.table;
   if (tables_.size() < kShapeTables) {
     tables_.push_back(std::move(fresh));
@@ -58,23 +62,12 @@ std::shared_ptr<ShapeTable> EvaluationCache::Table(uint64_t shape_id, const PodR
   return table;
 }
 
-void EvaluationCache::RememberGroup(TableEntry& entry, const PodRequirements& pod) {
-  if (pod.spread == SpreadMode::kNone) return;  // the group does not change the answers
-  auto it = std::find(entry.groups.begin(), entry.groups.end(), pod.group);
-  if (it != entry.groups.end()) {
-    std::rotate(it, it + 1, entry.groups.end());  // most recent last
-    return;
-  }
-  if (entry.groups.size() == kRecentGroups) entry.groups.erase(entry.groups.begin());
-  entry.groups.push_back(pod.group);
-}
-
 std::vector<EvaluationCache::TableShape> EvaluationCache::RefreshableShapes() const {
   std::lock_guard<std::mutex> lock(shapes_mutex_);
   std::vector<TableShape> out;
   for (const TableEntry& entry : tables_) {
     if (entry.preset != nullptr && uses_ - entry.last_used < kRecentUses) {
-      out.push_back({entry.table, entry.pod, entry.preset, entry.groups});
+      out.push_back({entry.table, entry.pod, entry.preset});
     }
   }
   return out;
@@ -108,6 +101,12 @@ EvaluationRef ShapeTable::Store(size_t position, uint64_t version,
     owned_->push_back(std::move(evaluation));
   }
   return ref;
+}
+
+std::shared_ptr<const NodeEvaluation> ShapeTable::FindOwned(size_t position,
+                                                            uint64_t version) const {
+  const EvaluationRef* found = Find(position, version);
+  return found == nullptr ? nullptr : (*owned_)[owned_at_.at(found->evaluation)];
 }
 
 std::shared_ptr<const void> ShapeTable::Pin() {

@@ -8,12 +8,16 @@
 // - Per node: in the NodeState they were computed from (NodeState::StoreMemo), keyed by shape
 //   and group GPUs. A rebuilt node is a new NodeState with an empty memo, so a cached answer is
 //   always exactly what evaluating again would give; memory is bounded by kMemoEntries per node.
-// - Per shape: a ShapeTable holds, for each node position of a snapshot's name index, the
-//   evaluation of that shape with no GPU of the node holding the pod's group (by far the most
-//   common case), tagged with the NodeState version it was computed on. A cycle reads the
-//   table and the snapshot's NodeSummary array instead of thousands of scattered NodeStates;
-//   only nodes whose version changed are evaluated again. The kShapeTables most recently used
-//   shapes have a table.
+// - Per shape and group: a ShapeTable holds, for each node position of a snapshot's name index,
+//   the evaluation of that shape for a pod of that group (with the GPUs of the node holding the
+//   group, where it has any), tagged with the NodeState version it was computed on. A cycle
+//   reads the table and the snapshot's NodeSummary array instead of thousands of scattered
+//   NodeStates, whether or not the nodes hold the pod's group (a large Deployment spread over
+//   the cluster has a replica on every node); only nodes whose version changed are evaluated
+//   again. A spreading shape also has a *base* table, its answers for a group on no node: the
+//   first cycle of a new group copies them for every node its Bloom filter rules out. Pods
+//   that do not spread share one table per shape (the group changes nothing). The kShapeTables
+//   most recently used (shape, group) pairs have a table.
 //
 // Thread safety: thread-safe.
 #ifndef GPUTOPO_POLICIES_ENGINE_EVALUATION_CACHE_H_
@@ -43,12 +47,15 @@ class ShapeTable {
   // Makes the table describe positions of `index`. When it is another index (nodes came or
   // went), each node's slot moves to the node's new position.
   void Attach(const std::shared_ptr<const FlatNameIndex>& index);
+  bool attached(const std::shared_ptr<const FlatNameIndex>& index) const { return index_ == index; }
   // The evaluation at `position` if it was made on NodeState `version`; null otherwise.
   const EvaluationRef* Find(size_t position, uint64_t version) const {
     const Slot& slot = slots_[position];
     return slot.version == version && slot.ref.evaluation != nullptr ? &slot.ref : nullptr;
   }
   void Prefetch(size_t position) const { __builtin_prefetch(&slots_[position]); }
+  // Find()'s evaluation, owned: for another table to keep as its own answer.
+  std::shared_ptr<const NodeEvaluation> FindOwned(size_t position, uint64_t version) const;
   // Keeps `evaluation` as the answer at `position` for NodeState `version`, unless the slot
   // holds a newer version's (versions grow as nodes change: a cycle on an older snapshot, racing
   // a refresh, must not put older answers back). Returns the reference to `evaluation`.
@@ -90,25 +97,26 @@ class EvaluationCache {
   void Insert(const NodeState& node, GpuMask group_gpus, uint64_t shape_id,
               std::shared_ptr<const NodeEvaluation> evaluation);
 
-  // The table of `shape_id`, made (and the least recently used one dropped) when it has none.
-  // `pod` and `preset` are what its evaluations are made with (the pod's group aside); with a
-  // preset, the table can be refreshed without a pod asking (RefreshableShapes).
-  static constexpr size_t kShapeTables = 8;
+  // The table of `shape_id` for pods of `pod`'s group (TableGroup), made (and the least
+  // recently used one dropped) when there is none. `pod` and `preset` are what its evaluations
+  // are made with; with a preset, the table can be refreshed without a pod asking
+  // (RefreshableShapes).
+  static constexpr size_t kShapeTables = 32;
   std::shared_ptr<ShapeTable> Table(uint64_t shape_id, const PodRequirements& pod,
                                     std::shared_ptr<const Preset> preset);
+  // The group a table of `pod`'s shape is kept for: the pod's group when it spreads, else empty
+  // (the group changes no answer). An empty group names the shape's base table.
+  static std::string_view TableGroup(const PodRequirements& pod);
 
   // What each table that can be refreshed, and was used in the last kRecentUses table
   // lookups, is evaluated with: a PodEvaluator made from one (with this cache) brings its table
-  // up to date with PodEvaluator::RefreshTable. Tables of shapes no pod has asked about lately
-  // are left to the next cycle that needs them.
-  static constexpr uint64_t kRecentUses = 32;
-  // Groups remembered per shape: a node holding one is evaluated with the group's GPUs too.
-  static constexpr size_t kRecentGroups = 8;
+  // up to date with PodEvaluator::RefreshTable. Tables no pod has asked about lately are left
+  // to the next cycle that needs them.
+  static constexpr uint64_t kRecentUses = 64;
   struct TableShape {
     std::shared_ptr<ShapeTable> table;
-    PodRequirements pod;
+    PodRequirements pod;  // of the table's group (TableGroup); empty for a base table
     std::shared_ptr<const Preset> preset;
-    std::vector<std::string> groups;  // of the shape's latest pods (spread only), oldest first
   };
   std::vector<TableShape> RefreshableShapes() const;
 
@@ -120,13 +128,12 @@ class EvaluationCache {
   std::unordered_map<std::string, uint64_t> shapes_;  // GUARDED_BY(shapes_mutex_)
   struct TableEntry {
     uint64_t shape_id = 0;
+    std::string group;  // TableGroup
     uint64_t last_used = 0;
     std::shared_ptr<ShapeTable> table;
     PodRequirements pod;
     std::shared_ptr<const Preset> preset;  // null: the table is not refreshed
-    std::vector<std::string> groups;       // see TableShape
   };
-  static void RememberGroup(TableEntry& entry, const PodRequirements& pod);
   std::vector<TableEntry> tables_;  // GUARDED_BY(shapes_mutex_), at most kShapeTables
   uint64_t uses_ = 0;               // GUARDED_BY(shapes_mutex_)
   std::atomic<uint64_t> hits_{0};

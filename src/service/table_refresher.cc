@@ -60,8 +60,7 @@ uint64_t TableRefresher::Refresh(const std::shared_ptr<const policies::ClusterSn
     const auto it = std::find_if(synced_.begin(), synced_.end(),
                                  [&](const auto& entry) { return entry.first == shape.table; });
     const bool current = comparable && it != synced_.end() && it->second == last_->generation();
-    evaluated +=
-        evaluator.RefreshTable(*shape.table, *snapshot, current ? &changed : nullptr, shape.groups);
+    evaluated += evaluator.RefreshTable(*shape.table, *snapshot, current ? &changed : nullptr);
     synced.emplace_back(shape.table, snapshot->generation());
   }
   synced_ = std::move(synced);  // tables no longer recent are forgotten

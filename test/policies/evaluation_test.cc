@@ -493,11 +493,13 @@ TEST(ShapeTableTest, AnswersLikeEvaluatingEachNodeAndOnlyReevaluatesChangedNodes
   const size_t n4 = 4;
   EXPECT_FALSE(topology::Has(a.per_node[n4].evaluation->gpus, 0));
 
-  // Next cycle, nothing changed: the 28 nodes without the group come from the table.
+  // Next cycle, nothing changed: all 30 nodes come from the group's table, n4 and n9 (which
+  // hold the group) included.
   PodEvaluator second(req, cluster.preset(), &cache);
   const CycleEvaluations b = second.EvaluateAt(*snapshot, positions);
   ExpectSameAsEvaluateNode(b, *snapshot, positions, req, cluster.preset());
-  EXPECT_EQ(second.table_hits(), 28u);
+  EXPECT_EQ(second.table_hits(), 30u);
+  EXPECT_EQ(second.evaluated(), 0u);
 
   // A pod lands on n7 (another group): only n7 is evaluated again, and answered freshly.
   cluster.Add(MakePod().Name("late").Gpus(2).Group("batch").OnNode("n7").Assigned("0,1").Obj());
@@ -505,7 +507,8 @@ TEST(ShapeTableTest, AnswersLikeEvaluatingEachNodeAndOnlyReevaluatesChangedNodes
   PodEvaluator third(req, cluster.preset(), &cache);
   const CycleEvaluations c = third.EvaluateAt(*snapshot, positions);
   ExpectSameAsEvaluateNode(c, *snapshot, positions, req, cluster.preset());
-  EXPECT_EQ(third.table_hits(), 27u);
+  EXPECT_EQ(third.table_hits(), 29u);
+  EXPECT_EQ(third.evaluated(), 1u);
 
   // A replica of the group lands on n12: from now on n12 is answered with the group's GPUs.
   cluster.Add(MakePod()
@@ -531,7 +534,7 @@ TEST(ShapeTableTest, AnswersLikeEvaluatingEachNodeAndOnlyReevaluatesChangedNodes
   PodEvaluator fifth(req, cluster.preset(), &cache);
   const CycleEvaluations e = fifth.EvaluateAt(*snapshot, positions);
   ExpectSameAsEvaluateNode(e, *snapshot, positions, req, cluster.preset());
-  EXPECT_EQ(fifth.table_hits(), 27u);  // 30 nodes less n4, n9, n12 (the group's)
+  EXPECT_EQ(fifth.table_hits(), 30u);  // every node but the new one
 
   // A node leaves and the nodes after it move to new positions: their slots move with them.
   cluster.state().RemoveNode("n20");
@@ -542,7 +545,7 @@ TEST(ShapeTableTest, AnswersLikeEvaluatingEachNodeAndOnlyReevaluatesChangedNodes
   PodEvaluator sixth(req, cluster.preset(), &cache);
   const CycleEvaluations f = sixth.EvaluateAt(*snapshot, positions);
   ExpectSameAsEvaluateNode(f, *snapshot, positions, req, cluster.preset());
-  EXPECT_EQ(sixth.table_hits(), 27u);  // the new node's slot is used now, n20's is gone
+  EXPECT_EQ(sixth.table_hits(), 30u);  // the new node's slot is used now, n20's is gone
 }
 
 // Requests naming many of the nodes are answered in position order, others in request order:
@@ -616,7 +619,9 @@ TEST(ShapeTableTest, RefreshEvaluatesChangedNodesSoTheNextCycleOnlyReads) {
     PodEvaluator first(req, cluster.shared_preset(), &cache);
     (void)first.EvaluateAt(*snapshot, positions);
   }
-  const std::vector<EvaluationCache::TableShape> shapes = cache.RefreshableShapes();
+  std::vector<EvaluationCache::TableShape> shapes = cache.RefreshableShapes();
+  ASSERT_EQ(shapes.size(), 2u) << "the pod's group's table and the shape's base table";
+  std::erase_if(shapes, [&](const auto& shape) { return shape.pod.group != req.group; });
   ASSERT_EQ(shapes.size(), 1u);
   EXPECT_EQ(shapes[0].pod.gpus, 4);
   EXPECT_EQ(shapes[0].preset, cluster.shared_preset());
@@ -658,9 +663,10 @@ TEST(ShapeTableTest, AnOlderVersionNeverReplacesANewerAnswer) {
   EXPECT_DOUBLE_EQ(table.Find(1, 9)->weighted_score, 9.0);
 }
 
-// Nodes holding a group the shape's pods belong to are answered with the group's GPUs, from
-// the node's memo: a refresh evaluates the changed ones for the shape's recent groups too.
-TEST(ShapeTableTest, RefreshEvaluatesChangedNodesOfRecentGroupsWithTheirGpus) {
+// A spreading pod's table is its group's: nodes holding the group are answered with the
+// group's GPUs from it, and a refresh evaluates the changed ones with those GPUs; the shape's
+// base table (a group on no node) is refreshed alongside.
+TEST(ShapeTableTest, RefreshEvaluatesChangedNodesOfTheTablesGroupWithItsGpus) {
   TestCluster cluster;
   std::vector<std::string> names;
   for (int i = 0; i < 6; ++i) {
@@ -681,22 +687,89 @@ TEST(ShapeTableTest, RefreshEvaluatesChangedNodesOfRecentGroupsWithTheirGpus) {
     (void)first.EvaluateAt(*snapshot, positions);
   }
   const std::vector<EvaluationCache::TableShape> shapes = cache.RefreshableShapes();
-  ASSERT_EQ(shapes.size(), 1u);
-  EXPECT_EQ(shapes[0].groups, std::vector<std::string>{req.group});
+  ASSERT_EQ(shapes.size(), 2u) << "the group's table and the shape's base table";
+  const auto group_table = std::find_if(shapes.begin(), shapes.end(), [&](const auto& shape) {
+    return shape.pod.group == req.group;
+  });
+  const auto base_table = std::find_if(shapes.begin(), shapes.end(),
+                                       [&](const auto& shape) { return shape.pod.group.empty(); });
+  ASSERT_NE(group_table, shapes.end());
+  ASSERT_NE(base_table, shapes.end());
 
   // Another replica lands on n3, and a pod of another group on n1: both hold the group now.
   cluster.Add(replica("web-2", 1).OnNode("n3").Assigned("2").Obj());
   cluster.Add(MakePod().Name("other").Gpus(1).Group("batch").OnNode("n1").Assigned("5").Obj());
   snapshot = cluster.state().Snapshot();
-  PodEvaluator refresher(shapes[0].pod, shapes[0].preset, &cache);
-  // n1 and n3 changed: each evaluated without the group (the table) and with its GPUs.
-  EXPECT_EQ(refresher.RefreshTable(*shapes[0].table, *snapshot, nullptr, shapes[0].groups), 4u);
+  PodEvaluator group_refresher(group_table->pod, group_table->preset, &cache);
+  EXPECT_EQ(group_refresher.RefreshTable(*group_table->table, *snapshot), 2u) << "n1 and n3";
+  PodEvaluator base_refresher(base_table->pod, base_table->preset, &cache);
+  EXPECT_EQ(base_refresher.RefreshTable(*base_table->table, *snapshot), 2u) << "n1 and n3";
 
   PodEvaluator next(req, cluster.shared_preset(), &cache);
   const CycleEvaluations got = next.EvaluateAt(*snapshot, positions);
   EXPECT_EQ(next.evaluated(), 0u) << "every answer was ready";
+  EXPECT_EQ(next.table_hits(), names.size()) << "group nodes included";
   ExpectSameAsEvaluateNode(got, *snapshot, positions, req, cluster.preset());
   EXPECT_FALSE(topology::Has(got.per_node[3].evaluation->gpus, 2));  // the group's GPU avoided
+}
+
+// A Deployment with a replica on every node, and the first pod of another group: once the
+// refresher has filled the base table, the new group's table takes the base table's answers
+// for every node its filter rules out, so only the nodes holding the new group are evaluated;
+// both groups' next cycles only read.
+TEST(ShapeTableTest, ANewGroupIsSeededFromTheBaseTable) {
+  TestCluster cluster;
+  std::vector<std::string> names;
+  for (int i = 0; i < 8; ++i) {
+    names.push_back("n" + std::to_string(i));
+    cluster.Add(MakeNode().Name(names.back()).Profile("dgx1").Replicas(4).Allocatable(32).Obj());
+    cluster.Add(MakePod()
+                    .Namespace("ml")
+                    .Name("web-" + std::to_string(i))
+                    .Gpus(1)
+                    .OwnedByDeployment("web")
+                    .OnNode(names.back())
+                    .Assigned(std::to_string(i % 8))
+                    .Obj());
+  }
+  cluster.Add(MakePod()
+                  .Namespace("ml")
+                  .Name("batch-0")
+                  .Gpus(1)
+                  .OwnedByDeployment("batch")
+                  .OnNode("n5")
+                  .Assigned("3")
+                  .Obj());
+  EvaluationCache cache;
+  auto snapshot = cluster.state().Snapshot();
+  const std::vector<size_t> positions = PositionsOf(*snapshot, names);
+  const PodRequirements web = *RequirementsOf(
+      MakePod().Namespace("ml").Name("web-new").Gpus(1).OwnedByDeployment("web").Obj());
+  const PodRequirements batch = *RequirementsOf(
+      MakePod().Namespace("ml").Name("batch-new").Gpus(1).OwnedByDeployment("batch").Obj());
+  ASSERT_EQ(EvaluationShape(web, cluster.preset()), EvaluationShape(batch, cluster.preset()));
+  {
+    PodEvaluator first(web, cluster.shared_preset(), &cache);
+    ExpectSameAsEvaluateNode(first.EvaluateAt(*snapshot, positions), *snapshot, positions, web,
+                             cluster.preset());
+  }
+  // What the TableRefresher does next: the base table is filled in the background.
+  for (const EvaluationCache::TableShape& shape : cache.RefreshableShapes()) {
+    PodEvaluator refresher(shape.pod, shape.preset, &cache);
+    (void)refresher.RefreshTable(*shape.table, *snapshot);
+  }
+  PodEvaluator first_batch(batch, cluster.shared_preset(), &cache);
+  ExpectSameAsEvaluateNode(first_batch.EvaluateAt(*snapshot, positions), *snapshot, positions,
+                           batch, cluster.preset());
+  EXPECT_EQ(first_batch.evaluated(), 1u) << "only n5 holds batch";
+  EXPECT_EQ(first_batch.table_hits(), names.size() - 1) << "the rest from the base table";
+  for (const PodRequirements* pod : {&web, &batch}) {
+    PodEvaluator next(*pod, cluster.shared_preset(), &cache);
+    ExpectSameAsEvaluateNode(next.EvaluateAt(*snapshot, positions), *snapshot, positions, *pod,
+                             cluster.preset());
+    EXPECT_EQ(next.table_hits(), names.size());
+    EXPECT_EQ(next.evaluated(), 0u);
+  }
 }
 
 TEST(ShapeTableTest, OnlyRecentTablesWithASharedPresetAreRefreshable) {
@@ -712,8 +785,8 @@ TEST(ShapeTableTest, OnlyRecentTablesWithASharedPresetAreRefreshable) {
   const PodRequirements two = *RequirementsOf(MakePod().Name("p").Gpus(2).Obj());
   PodEvaluator shared(two, cluster.shared_preset(), &cache);
   (void)shared.EvaluateAt(*snapshot, positions);
-  ASSERT_EQ(cache.RefreshableShapes().size(), 1u);
-  EXPECT_EQ(cache.RefreshableShapes()[0].pod.gpus, 2);
+  ASSERT_EQ(cache.RefreshableShapes().size(), 2u);  // the group's table and the base table
+  for (const auto& shape : cache.RefreshableShapes()) EXPECT_EQ(shape.pod.gpus, 2);
   // Other shapes' lookups push it out of the recent ones (its table is kept).
   for (uint64_t i = 0; i < EvaluationCache::kRecentUses; ++i) {
     PodEvaluator again(one, cluster.preset(), &cache);
@@ -777,6 +850,98 @@ TEST(ShapeTableTest, KeepsTablesForTheMostRecentlyUsedShapesOnly) {
   (void)cache.Table(100, PodRequirements{}, nullptr);  // evicts shape 1, the least recently used
   EXPECT_EQ(cache.Table(0, PodRequirements{}, nullptr), tables[0]);
   EXPECT_NE(cache.Table(1, PodRequirements{}, nullptr), tables[1]);
+}
+
+}  // namespace
+}  // namespace gputopo::policies
+
+namespace gputopo::policies {
+namespace {
+
+// The cached path (shape and group tables, base tables, node memos, background refreshes)
+// against evaluating every node afresh, through random clusters, pods, binds, deletes and node
+// changes: every verdict, score, GPU set and reason must be the same.
+TEST(CachedEvaluationPropertyTest, RandomChangesNeverMakeACachedAnswerDiffer) {
+  for (uint32_t seed = 1; seed <= 6; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937 rng(seed);
+    auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint32_t>(n)); };
+    TestCluster cluster;
+    EvaluationCache cache;
+    const std::vector<std::string> profiles = {"dgx1", "hgx-h100", "pcie8"};
+    const std::vector<std::string> groups = {"web", "batch", "db"};
+    const std::vector<std::string> spreads = {"preferred", "required", "none"};
+    std::vector<std::string> names;
+    auto add_node = [&](const std::string& name) {
+      const int replicas = 1 + pick(4);
+      cluster.Add(MakeNode()
+                      .Name(name)
+                      .Profile(profiles[static_cast<size_t>(pick(3))])
+                      .Replicas(replicas)
+                      .Allocatable(8 * replicas)
+                      .Obj());
+    };
+    for (int i = 0; i < 16; ++i) {
+      names.push_back("n" + std::to_string(i));
+      add_node(names.back());
+    }
+    std::vector<std::string> pods;  // bound pods, by name
+    int next_pod = 0;
+    for (int step = 0; step < 80; ++step) {
+      const int action = pick(10);
+      if (action < 5 || pods.empty()) {  // a pod lands on a node (a bind seen through the API)
+        const std::string name = "p" + std::to_string(next_pod++);
+        const int gpus = 1 + pick(2);
+        std::string assigned = std::to_string(pick(8));
+        if (gpus == 2) assigned += "," + std::to_string(pick(8));
+        cluster.Add(MakePod()
+                        .Namespace("ml")
+                        .Name(name)
+                        .Gpus(gpus)
+                        .Group(groups[static_cast<size_t>(pick(3))])
+                        .OnNode(names[static_cast<size_t>(pick(static_cast<int>(names.size())))])
+                        .Assigned(assigned)
+                        .Obj());
+        pods.push_back(name);
+      } else if (action < 7) {  // a pod finishes
+        const size_t victim = static_cast<size_t>(pick(static_cast<int>(pods.size())));
+        cluster.state().RemovePod("uid-" + pods[victim]);
+        pods.erase(pods.begin() + static_cast<long>(victim));
+      } else if (action < 8) {  // a node is relabelled (other replicas or machine type)
+        add_node(names[static_cast<size_t>(pick(static_cast<int>(names.size())))]);
+      } else if (action < 9) {  // a node leaves, another comes
+        const size_t gone = static_cast<size_t>(pick(static_cast<int>(names.size())));
+        cluster.state().RemoveNode(names[gone]);
+        names[gone] = "m" + std::to_string(step);
+        add_node(names[gone]);
+      } else {  // the background refresher runs, as TableRefresher does
+        auto snapshot = cluster.state().Snapshot();
+        for (const EvaluationCache::TableShape& shape : cache.RefreshableShapes()) {
+          PodEvaluator refresher(shape.pod, shape.preset, &cache);
+          (void)refresher.RefreshTable(*shape.table, *snapshot);
+        }
+      }
+      // A pending pod of a random shape and group asks about every node (and one unknown).
+      const PodRequirements req = *RequirementsOf(
+          MakePod()
+              .Namespace("ml")
+              .Name("pending-" + std::to_string(step))
+              .Gpus(1 << pick(3))
+              .Group(groups[static_cast<size_t>(pick(3))])
+              .Annotation("gputopo.io/spread", spreads[static_cast<size_t>(pick(3))])
+              .Obj());
+      auto snapshot = cluster.state().Snapshot();
+      std::vector<std::string> asked = names;
+      std::shuffle(asked.begin(), asked.end(), rng);
+      if (pick(3) == 0) asked.resize(asked.size() / 5);  // a few, answered in request order
+      asked.push_back("nowhere");
+      const std::vector<size_t> positions = PositionsOf(*snapshot, asked);
+      PodEvaluator cached(req, cluster.shared_preset(), &cache);
+      ExpectSameAsEvaluateNode(cached.EvaluateAt(*snapshot, positions), *snapshot, positions, req,
+                               cluster.preset());
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
 }
 
 }  // namespace
