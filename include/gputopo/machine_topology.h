@@ -48,6 +48,11 @@ struct GpuInfo {
   int64_t memory_mib = 0;    // 0 when unknown
   int numa_node = -1;        // -1 when unknown
   std::string cpu_affinity;  // as nvidia-smi prints it ("0-11,24-35"); informational
+  std::string pci_bus_id;    // as NVML prints it ("00000000:07:00.0"); empty when unknown
+
+  // False when the node agent found the GPU not answering NVML, with the failing call.
+  bool healthy = true;
+  std::string health_reason;
   friend bool operator==(const GpuInfo&, const GpuInfo&) = default;
 };
 

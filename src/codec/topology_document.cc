@@ -77,6 +77,16 @@ Result<MachineTopology> FromJson(const json& doc) {
     if (Status s = ReadString(entry, "uuid", &gpu.uuid, where); !s.ok()) return s;
     if (Status s = ReadString(entry, "model", &gpu.model, where); !s.ok()) return s;
     if (Status s = ReadString(entry, "cpuAffinity", &gpu.cpu_affinity, where); !s.ok()) return s;
+    if (Status s = ReadString(entry, "pciBusId", &gpu.pci_bus_id, where); !s.ok()) return s;
+    if (auto it = entry.find("healthy"); it != entry.end() && !it->is_null()) {
+      if (!it->is_boolean()) return Corrupt(where + ".healthy must be true or false");
+      gpu.healthy = it->get<bool>();
+    }
+    if (!gpu.healthy) {
+      if (Status s = ReadString(entry, "healthReason", &gpu.health_reason, where); !s.ok()) {
+        return s;
+      }
+    }
     if (Status s = ReadInt(entry, "numaNode", -1, kMaxNumaNode, &numa, where); !s.ok()) return s;
     if (Status s = ReadInt(entry, "memoryMiB", 0, int64_t{1} << 40, &memory, where); !s.ok()) {
       return s;
@@ -181,6 +191,11 @@ std::string FormatTopologyDocument(const MachineTopology& machine,
     if (gpu.memory_mib > 0) entry["memoryMiB"] = gpu.memory_mib;
     if (gpu.numa_node >= 0) entry["numaNode"] = gpu.numa_node;
     if (!gpu.cpu_affinity.empty()) entry["cpuAffinity"] = gpu.cpu_affinity;
+    if (!gpu.pci_bus_id.empty()) entry["pciBusId"] = gpu.pci_bus_id;
+    if (!gpu.healthy) {
+      entry["healthy"] = false;
+      if (!gpu.health_reason.empty()) entry["healthReason"] = gpu.health_reason;
+    }
     gpus.push_back(std::move(entry));
   }
   doc["gpus"] = std::move(gpus);

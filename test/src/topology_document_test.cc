@@ -61,6 +61,8 @@ TEST(ParseTopologyDocumentTest, FullDocument) {
   EXPECT_EQ(m.gpu(0).memory_mib, 81559);
   EXPECT_EQ(m.gpu(0).numa_node, 0);
   EXPECT_EQ(m.gpu(0).cpu_affinity, "0-47,96-143");
+  EXPECT_EQ(m.gpu(0).pci_bus_id, "0000:18:00.0");
+  EXPECT_TRUE(m.gpu(0).healthy);
 
   EXPECT_EQ(m.gpu(1).index, 1);
   EXPECT_EQ(m.gpu(1).uuid, "GPU-bbbb");
@@ -341,6 +343,44 @@ TEST(FormatTopologyDocumentTest, CommentsBecomeNotesAndAreIgnoredOnParse) {
   Result<MachineTopology> back = ParseTopologyDocument(text);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(*back, SampleMachine());
+}
+
+TEST(FormatTopologyDocumentTest, PciBusIdAndHealthRoundTrip) {
+  MachineTopology machine(2);
+  machine.gpu(0).pci_bus_id = "00000000:07:00.0";
+  machine.gpu(1).pci_bus_id = "00000000:0F:00.0";
+  machine.gpu(1).healthy = false;
+  machine.gpu(1).health_reason = "nvmlDeviceGetUUID: GPU is lost";
+  const std::string text = FormatTopologyDocument(machine);
+  const json doc = json::parse(text);
+  EXPECT_EQ(doc["gpus"][0]["pciBusId"], "00000000:07:00.0");
+  // A healthy GPU says nothing about health; an unhealthy one says false and why.
+  EXPECT_FALSE(doc["gpus"][0].contains("healthy"));
+  EXPECT_FALSE(doc["gpus"][0].contains("healthReason"));
+  EXPECT_EQ(doc["gpus"][1]["healthy"], false);
+  EXPECT_EQ(doc["gpus"][1]["healthReason"], "nvmlDeviceGetUUID: GPU is lost");
+  Result<MachineTopology> back = ParseTopologyDocument(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, machine);
+}
+
+TEST(ParseTopologyDocumentTest, HealthFields) {
+  // Documents without the fields (every one written before them) read as healthy.
+  Result<MachineTopology> old = ParseTopologyDocument(R"({"version":1,"gpus":[{"index":0}]})");
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_TRUE(old->gpu(0).healthy);
+  EXPECT_EQ(old->gpu(0).pci_bus_id, "");
+  // A reason beside "healthy": true is ignored.
+  Result<MachineTopology> healthy = ParseTopologyDocument(
+      R"({"version":1,"gpus":[{"index":0,"healthy":true,"healthReason":"stale"}]})");
+  ASSERT_TRUE(healthy.ok()) << healthy.status().ToString();
+  EXPECT_TRUE(healthy->gpu(0).healthy);
+  EXPECT_EQ(healthy->gpu(0).health_reason, "");
+  Result<MachineTopology> bad =
+      ParseTopologyDocument(R"({"version":1,"gpus":[{"index":0,"healthy":"no"}]})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("gpus[0].healthy"));
+  EXPECT_FALSE(ParseTopologyDocument(R"({"version":1,"gpus":[{"index":0,"pciBusId":7}]})").ok());
 }
 
 TEST(FormatTopologyDocumentTest, InvalidUtf8DoesNotThrow) {
