@@ -6,6 +6,7 @@
 //                                                      schedule its pending pods through HTTP
 //   gputopo topology import < topo.txt                 nvidia-smi topo -m -> topology document
 //   gputopo topology profiles                          list the shipped machine profiles
+//   gputopo agent discover                             print this node's topology document
 //
 // main is the only place that reads flags, installs signal handling and configures logging.
 #include <curl/curl.h>
@@ -23,6 +24,7 @@
 #include <sstream>
 #include <thread>
 
+#include "src/agent/topology_discovery.h"
 #include "src/app/app.h"
 #include "src/app/demo.h"
 #include "src/app/system_clock.h"
@@ -175,6 +177,20 @@ int RunTopologyImport(int replicas, bool compact) {
   return 0;
 }
 
+int RunAgentDiscover(const agent::DiscoveryOptions& options) {
+  agent::SubprocessRunner runner;
+  Result<agent::Discovery> found = agent::DiscoverTopology(options, runner);
+  if (!found.ok()) {
+    std::cerr << "gputopo: agent discover: " << found.status().message() << "\n";
+    return 1;
+  }
+  for (const std::string& note : found->notes) std::cerr << "gputopo: note: " << note << "\n";
+  codec::TopologyFormatOptions format;
+  format.comments = found->notes;
+  std::cout << codec::FormatTopologyDocument(found->machine, format) << "\n";
+  return 0;
+}
+
 int RunListProfiles() {
   topology::ShapeInterner interner;
   topology::ProfileCatalog catalog(interner);
@@ -318,6 +334,20 @@ int Main(int argc, char** argv) {
   import->add_flag("--compact", compact, "one line, ready for the node annotation");
   CLI::App* profiles = topo->add_subcommand("profiles", "list the shipped machine profiles");
 
+  CLI::App* agent_cmd = cli.add_subcommand("agent", "the node agent (runs on GPU nodes)");
+  agent_cmd->require_subcommand(1);
+  CLI::App* discover = agent_cmd->add_subcommand(
+      "discover", "discover this node's GPUs (NVML, else nvidia-smi), print the topology document");
+  agent::DiscoveryOptions discovery;
+  discover->add_option("--nvml-library", discovery.nvml_library, "NVML, as dlopen takes it")
+      ->capture_default_str();
+  discover->add_option("--nvidia-smi", discovery.nvidia_smi, "nvidia-smi, when NVML fails")
+      ->capture_default_str();
+  discover->add_option("--sysfs-root", discovery.sysfs_root, "where sysfs is mounted")
+      ->capture_default_str();
+  discover->add_option("--replicas", discovery.replicas, "time-slice replicas per GPU to record")
+      ->check(CLI::Range(1, kMaxReplicasPerGpu));
+
   try {
     cli.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -332,6 +362,7 @@ int Main(int argc, char** argv) {
 
   if (*import) return RunTopologyImport(replicas, compact);
   if (*profiles) return RunListProfiles();
+  if (*discover) return RunAgentDiscover(discovery);
   if (Status s =
           ParseListen("--listen", listen, options.server.http.host, options.server.http.port);
       !s.ok()) {

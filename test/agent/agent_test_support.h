@@ -1,0 +1,91 @@
+// Shared by the agent tests: the fake NVML's machines, a fake sysfs for them, profiles.
+#ifndef GPUTOPO_TEST_AGENT_AGENT_TEST_SUPPORT_H_
+#define GPUTOPO_TEST_AGENT_AGENT_TEST_SUPPORT_H_
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "gputopo/machine_topology.h"
+#include "src/codec/topology_document.h"
+#include "test/support/fixtures.h"
+#include "topology/nvlink_count.h"
+
+namespace gputopo::agent::testing {
+
+inline std::filesystem::path MachineFile(const std::string& name) {
+  return gputopo::testing::SourceDir() / "test/fakes/fake_nvml/machines" / (name + ".txt");
+}
+
+// Points the fake NVML at test/fakes/fake_nvml/machines/<name>.txt.
+inline void UseMachine(const std::string& name) {
+  ASSERT_TRUE(std::filesystem::exists(MachineFile(name))) << MachineFile(name);
+  setenv("GPUTOPO_FAKE_NVML_MACHINE", MachineFile(name).c_str(), 1);
+}
+
+// A temporary sysfs tree holding bus/pci/devices/<id>/numa_node for each GPU of a machine file
+// (its `bus_id` and `numa` lines); removed with the object.
+class FakeSysfs {
+ public:
+  explicit FakeSysfs(const std::string& machine) {
+    std::string templ = (std::filesystem::temp_directory_path() / "gputopo-sysfs-XXXXXX").string();
+    root_ = mkdtemp(templ.data());
+    std::ifstream in(MachineFile(machine));
+    std::string line;
+    std::string bus_id;
+    while (std::getline(in, line)) {
+      std::istringstream words(line);
+      std::string key;
+      std::string value;
+      words >> key >> value;
+      if (key == "gpu") bus_id.clear();
+      if (key == "bus_id") bus_id = value;
+      if (key == "numa" && !bus_id.empty()) {
+        const std::filesystem::path dir =
+            root_ / "bus/pci/devices" / topology::NormalizePciBusId(bus_id);
+        std::filesystem::create_directories(dir);
+        std::ofstream(dir / "numa_node") << value << "\n";
+      }
+    }
+  }
+  ~FakeSysfs() {
+    std::error_code ignored;
+    std::filesystem::remove_all(root_, ignored);
+  }
+  FakeSysfs(const FakeSysfs&) = delete;
+  FakeSysfs& operator=(const FakeSysfs&) = delete;
+
+  std::string root() const { return root_.string(); }
+
+ private:
+  std::filesystem::path root_;
+};
+
+// A shipped profile, through the document decoder.
+inline MachineTopology Profile(const std::string& name) {
+  Result<codec::ProfileDocument> profile = codec::ParseProfileDocument(gputopo::testing::ReadFile(
+      gputopo::testing::SourceDir() / "topology/profiles" / (name + ".json")));
+  EXPECT_TRUE(profile.ok()) << name << ": " << profile.status().ToString();
+  return profile.ok() ? profile->machine : MachineTopology();
+}
+
+// Every pair's link of `got` equals `want`'s, and the GPUs' models, memory and NUMA nodes.
+inline void ExpectMatchesProfile(const MachineTopology& got, const MachineTopology& want) {
+  ASSERT_EQ(got.gpu_count(), want.gpu_count());
+  for (int a = 0; a < got.gpu_count(); ++a) {
+    EXPECT_EQ(got.gpu(a).model, want.gpu(a).model) << "GPU " << a;
+    EXPECT_EQ(got.gpu(a).memory_mib, want.gpu(a).memory_mib) << "GPU " << a;
+    EXPECT_EQ(got.gpu(a).numa_node, want.gpu(a).numa_node) << "GPU " << a;
+    for (int b = a + 1; b < got.gpu_count(); ++b) {
+      EXPECT_EQ(got.link(a, b), want.link(a, b)) << "pair " << a << "-" << b;
+    }
+  }
+}
+
+}  // namespace gputopo::agent::testing
+
+#endif  // GPUTOPO_TEST_AGENT_AGENT_TEST_SUPPORT_H_
