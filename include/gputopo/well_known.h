@@ -20,6 +20,9 @@ inline constexpr std::string_view kAnnotationGpuMilli = "gputopo.io/gpu-milli";
 inline constexpr std::string_view kAnnotationPolicy = "gputopo.io/policy";
 // Pod annotation gputopo writes at bind: the chosen GPUs (UUIDs, or indices when unknown).
 inline constexpr std::string_view kAnnotationAssignedGpus = "gputopo.io/assigned-gpus";
+// Pod annotation the node agent writes: the GPUs kubelet really gave the pod (PodResources), in
+// the shape of assigned-gpus.
+inline constexpr std::string_view kAnnotationObservedGpus = "gputopo.io/observed-gpus";
 
 // Node annotation and labels.
 inline constexpr std::string_view kAnnotationTopology = "gputopo.io/topology";

@@ -19,6 +19,7 @@
 // - No checkpoint file; allocations simply survive Restart() in memory.
 #include "test/support/fake_kubelet.h"
 
+#include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -110,7 +111,7 @@ class FakeKubelet::Impl {
     RemoveFile(registration_socket());
     RemoveFile(pod_resources_socket());
     registration_server_ = Serve(registration_socket(), &registration_service_);
-    pod_resources_server_ = Serve(pod_resources_socket(), &pod_resources_service_);
+    pod_resources_server_ = ServePodResources();
     if (registration_server_ == nullptr || pod_resources_server_ == nullptr) {
       std::cerr << "FakeKubelet: cannot serve on " << dir_ << "\n";
       StopLocked();
@@ -306,6 +307,17 @@ class FakeKubelet::Impl {
     return list_calls_;
   }
 
+  bool SetPodResourcesUnreadable(bool unreadable) {
+    std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
+    if (pod_resources_server_ == nullptr) return false;
+    pod_resources_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    pod_resources_server_.reset();
+    RemoveFile(pod_resources_socket());
+    unreadable_ = unreadable;
+    pod_resources_server_ = ServePodResources();
+    return pod_resources_server_ != nullptr;
+  }
+
  private:
   struct Endpoint {
     PluginInfo info;
@@ -349,6 +361,43 @@ class FakeKubelet::Impl {
    private:
     Impl& impl_;
   };
+
+  // Answers every call with bytes that do not parse as a protobuf message (a field tag of
+  // number 0 is invalid), with status OK.
+  class UnreadableService final : public grpc::CallbackGenericService {
+   public:
+    grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext*) override {
+      class Reactor final : public grpc::ServerGenericBidiReactor {
+       public:
+        Reactor() { StartRead(&request_); }
+        void OnReadDone(bool ok) override {
+          if (!ok) {
+            Finish(grpc::Status::OK);
+            return;
+          }
+          static const char kGarbage[] = "\x00\xff\xff\xff\xff not a protobuf";
+          grpc::Slice slice(kGarbage, sizeof(kGarbage) - 1);
+          response_ = grpc::ByteBuffer(&slice, 1);
+          StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+        }
+        void OnDone() override { delete this; }
+
+       private:
+        grpc::ByteBuffer request_;
+        grpc::ByteBuffer response_;
+      };
+      return new Reactor;
+    }
+  };
+
+  // Precondition: lifecycle_mu_ held.
+  std::unique_ptr<grpc::Server> ServePodResources() {
+    if (!unreadable_) return Serve(pod_resources_socket(), &pod_resources_service_);
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("unix://" + pod_resources_socket(), grpc::InsecureServerCredentials());
+    builder.RegisterCallbackGenericService(&unreadable_service_);
+    return builder.BuildAndStart();
+  }
 
   static std::string Key(const Pod& pod) { return pod.namespace_name + "/" + pod.name; }
 
@@ -736,7 +785,10 @@ class FakeKubelet::Impl {
   RegistrationService registration_service_{*this};
   PodResourcesService pod_resources_service_{*this};
 
+  UnreadableService unreadable_service_;
+
   std::mutex lifecycle_mu_;                             // Start/Stop/Restart
+  bool unreadable_ = false;                             // GUARDED_BY(lifecycle_mu_)
   std::unique_ptr<grpc::Server> registration_server_;   // GUARDED_BY(lifecycle_mu_)
   std::unique_ptr<grpc::Server> pod_resources_server_;  // GUARDED_BY(lifecycle_mu_)
   std::mutex admission_mu_;  // one admission at a time, as kubelet's pod-addition loop
@@ -795,5 +847,8 @@ std::vector<std::string> FakeKubelet::DevicesInUse(const std::string& resource_n
   return impl_->DevicesInUse(resource_name);
 }
 int FakeKubelet::pod_resources_list_calls() const { return impl_->pod_resources_list_calls(); }
+bool FakeKubelet::SetPodResourcesUnreadable(bool unreadable) {
+  return impl_->SetPodResourcesUnreadable(unreadable);
+}
 
 }  // namespace gputopo::testing

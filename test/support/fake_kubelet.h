@@ -158,6 +158,10 @@ class FakeKubelet {
 
   // --- PodResources ---
   int pod_resources_list_calls() const;
+  // From now on (across restarts too) every PodResources call is answered with bytes that are
+  // not a protobuf message, as a broken or foreign server would (true), or served as usual
+  // (false). False when not started.
+  bool SetPodResourcesUnreadable(bool unreadable);
 
  private:
   class Impl;
