@@ -4,10 +4,13 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "src/codec/topology_document.h"
 #include "test/agent/agent_test_support.h"
+#include "test/support/fixtures.h"
 
 namespace gputopo::agent {
 namespace {
@@ -62,6 +65,45 @@ TEST(AgentDiscoverBinaryTest, NeitherNvmlNorNvidiaSmiExitsOneWithOneLine) {
   EXPECT_THAT(ran.output,
               HasSubstr("; nvidia-smi: /nonexistent/nvidia-smi: No such file or directory\n"));
   EXPECT_EQ(ran.output.find('\n'), ran.output.size() - 1) << ran.output;
+}
+
+TEST(AgentDiscoverBinaryTest, FallsBackToNvidiaSmi) {
+  // NVML's driver is not loaded; a stand-in nvidia-smi prints the L40S capture.
+  UseMachine("driver-not-loaded");
+  FakeSysfs sysfs("pcie-4gpu-2numa");
+  const std::filesystem::path script = std::filesystem::path(sysfs.root()) / "nvidia-smi";
+  std::ofstream(script) << "#!/bin/sh\n"
+                        << "case \"$1\" in\n"
+                        << "  --query-gpu=index,uuid,name,memory.total,pci.bus_id)\n"
+                        << "    echo 'index, uuid, name, memory.total [MiB], pci.bus_id'\n"
+                        << "    for i in 0 1 2 3; do\n"
+                        << "      echo \"$i, GPU-$i, NVIDIA L40S, 46068 MiB, 00000000:0$i:00.0\"\n"
+                        << "    done ;;\n"
+                        << "  topo) cat '"
+                        << (gputopo::testing::SharedDir() /
+                            "topology/nvidia-smi/pcie_4x_L40S_2numa_NODE_SYS.txt")
+                               .string()
+                        << "' ;;\n"
+                        << "  *) exit 2 ;;\n"
+                        << "esac\n";
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  const Ran ran = RunShell(std::string(GPUTOPO_BINARY) + " agent discover --nvml-library " +
+                           GPUTOPO_FAKE_NVML + " --nvidia-smi " + script.string() + " 2>/dev/null");
+  ASSERT_EQ(ran.exit_code, 0) << ran.output;
+  Result<MachineTopology> doc = codec::ParseTopologyDocument(ran.output);
+  ASSERT_TRUE(doc.ok()) << doc.status().ToString() << "\n" << ran.output;
+  ExpectMatchesProfile(*doc, Profile("pcie-4gpu-2numa"));
+  EXPECT_EQ(doc->gpu(3).uuid, "GPU-3");
+  EXPECT_THAT(ran.output, HasSubstr("NVML not used (nvmlInit_v2: Driver Not Loaded)"));
+}
+
+TEST(AgentDiscoverBinaryTest, NoNvidiaSmiOnPath) {
+  const Ran ran = RunShell("PATH=/nonexistent " + std::string(GPUTOPO_BINARY) +
+                           " agent discover --nvml-library /nonexistent/libnvidia-ml.so.1"
+                           " 2>&1 >/dev/null");
+  EXPECT_EQ(ran.exit_code, 1);
+  EXPECT_THAT(ran.output, StartsWith("gputopo: agent discover: no GPU found: NVML: dlopen "));
+  EXPECT_THAT(ran.output, HasSubstr("; nvidia-smi: not found on PATH\n"));
 }
 
 TEST(AgentDiscoverBinaryTest, AgentNeedsASubcommand) {
