@@ -285,6 +285,25 @@ Status KubeClient::AnnotatePod(const PodRef& pod, std::string_view resource_vers
   return Status::Ok();
 }
 
+Status KubeClient::AnnotateNode(std::string_view node, std::string_view uid,
+                                std::string_view resource_version, std::string_view key,
+                                std::optional<std::string_view> value) {
+  if (!SafeForPath(node)) return InvalidArgument("not a valid node name: " + std::string(node));
+  // Strategic merge and JSON merge patch agree on metadata.annotations (a map: keys merge, null
+  // removes); merge patch is what the fake API server serves too.
+  json patch = {{"metadata", {{"annotations", {{std::string(key), nullptr}}}}}};
+  if (value) patch["metadata"]["annotations"][std::string(key)] = std::string(*value);
+  if (!uid.empty()) patch["metadata"]["uid"] = std::string(uid);
+  if (!resource_version.empty()) {
+    patch["metadata"]["resourceVersion"] = std::string(resource_version);
+  }
+  const std::string path = "/api/v1/nodes/" + std::string(node);
+  Result<Response> response = Call("PATCH", path, Dump(patch), "application/merge-patch+json");
+  if (!response.ok()) return response.status();
+  if (response->status != 200) return ErrorOf(*response, "PATCH " + path);
+  return Status::Ok();
+}
+
 Status KubeClient::BindPod(const PodRef& pod, std::string_view resource_version,
                            std::string_view node, const AnnotationList& annotations) {
   if (!SafeForPath(pod.namespace_name) || !SafeForPath(pod.name)) {

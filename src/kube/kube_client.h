@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,6 +55,15 @@ class KubeClient final : public KubeApi, public http::AccessReviewer {
   Status BindPod(const PodRef& pod, std::string_view resource_version, std::string_view node,
                  const AnnotationList& annotations) override;
   Status RecordEvent(const PodRef& pod, std::string_view reason, std::string_view message) override;
+
+  // Sets one annotation on the node (a JSON merge patch, as AnnotatePod), or removes it when
+  // `value` is nullopt. NotFound when the node is gone; Conflict when `resource_version` (when
+  // not empty) is no longer current; InvalidArgument (the API server's 422: uid is immutable)
+  // when `uid` (when not empty) is not the node's. The node agent publishes gputopo.io/topology
+  // with it.
+  Status AnnotateNode(std::string_view node, std::string_view uid,
+                      std::string_view resource_version, std::string_view key,
+                      std::optional<std::string_view> value);
 
   Result<std::optional<http::ReviewedUser>> ReviewToken(std::string_view token) override;
   Result<bool> ReviewAccess(const http::ReviewedUser& user, std::string_view verb,

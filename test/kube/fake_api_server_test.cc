@@ -631,6 +631,47 @@ TEST_F(FakeApiServerTest, MergePatchErrors) {
   EXPECT_EQ(Patch("/api/v1/namespaces/ns/pods/p", {{"metadata", {{"name", "q"}}}})->status, 400);
 }
 
+TEST_F(FakeApiServerTest, MergePatchOfANode) {
+  json node = MakeNode("n1");
+  node["metadata"]["uid"] = "node-uid";
+  node["status"]["allocatable"] = {{"nvidia.com/gpu", "8"}};
+  const std::string rv = (*server_.CreateNode(node))["metadata"]["resourceVersion"];
+
+  httplib::Result result =
+      Patch("/api/v1/nodes/n1", {{"metadata", {{"annotations", {{"gputopo.io/topology", "{}"}}}}},
+                                 {"spec", {{"unschedulable", true}}},
+                                 {"status", {{"allocatable", {{"nvidia.com/gpu", "1"}}}}}});
+  ASSERT_TRUE(result);
+  ASSERT_EQ(result->status, 200) << result->body;
+  json patched = Parse(result);
+  EXPECT_EQ(patched["kind"], "Node");
+  EXPECT_EQ(patched["metadata"]["annotations"]["gputopo.io/topology"], "{}");
+  EXPECT_EQ(patched["spec"]["unschedulable"], true);                   // a node's spec may change
+  EXPECT_EQ(patched["status"]["allocatable"]["nvidia.com/gpu"], "8");  // status is kept
+  EXPECT_GT(Rv(patched), Rv(rv));
+  EXPECT_EQ(*server_.GetNodeObject("n1"), patched);
+
+  // Preconditions and errors, as for pods.
+  httplib::Result stale = Patch(
+      "/api/v1/nodes/n1", {{"metadata", {{"resourceVersion", rv}, {"labels", {{"a", "b"}}}}}});
+  ASSERT_TRUE(stale);
+  EXPECT_EQ(stale->status, 409);
+  EXPECT_EQ(Parse(stale)["details"]["kind"], "nodes");
+  httplib::Result other_uid =
+      Patch("/api/v1/nodes/n1", {{"metadata", {{"uid", "x"}, {"labels", {{"a", "b"}}}}}});
+  ASSERT_TRUE(other_uid);
+  EXPECT_EQ(other_uid->status, 422);
+  EXPECT_EQ(Parse(other_uid)["message"],
+            "Node \"n1\" is invalid: metadata.uid: Invalid value: \"x\": field is immutable");
+  EXPECT_EQ(Patch("/api/v1/nodes/missing", {{"metadata", json::object()}})->status, 404);
+  EXPECT_EQ(Patch("/api/v1/nodes/n1", {{"metadata", {{"name", "n2"}}}})->status, 400);
+  EXPECT_EQ(Patch("/api/v1/nodes/n1", {{"metadata", json::object()}}, "application/json")->status,
+            415);
+  // A namespace on a cluster-scoped object is cleared, not an error.
+  json cleared = Parse(Patch("/api/v1/nodes/n1", {{"metadata", {{"namespace", "ns"}}}}));
+  EXPECT_FALSE(cleared["metadata"].contains("namespace"));
+}
+
 // --- Binding ---
 
 TEST_F(FakeApiServerTest, BindingSucceedsOnceThenConflicts) {

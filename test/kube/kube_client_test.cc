@@ -84,6 +84,27 @@ TEST_F(KubeClientTest, AnnotateHonoursUidAndResourceVersionPreconditions) {
   EXPECT_EQ(client.AnnotatePod({"ml", "gone", ""}, "", "k", "v").code(), StatusCode::kNotFound);
 }
 
+TEST_F(KubeClientTest, AnnotateNodeSetsAndRemovesUnderPreconditions) {
+  auto created = server_.CreateNode({{"apiVersion", "v1"},
+                                     {"kind", "Node"},
+                                     {"metadata", {{"name", "n1"}, {"uid", "node-uid"}}}});
+  ASSERT_TRUE(created.has_value());
+  const std::string rv = (*created)["metadata"]["resourceVersion"];
+  KubeClient client = Client();
+  EXPECT_TRUE(
+      client.AnnotateNode("n1", "node-uid", rv, "gputopo.io/topology", "{\"gpus\":[]}").ok());
+  EXPECT_EQ((*server_.GetNodeObject("n1"))["metadata"]["annotations"]["gputopo.io/topology"],
+            "{\"gpus\":[]}");
+  EXPECT_EQ(client.AnnotateNode("n1", "", rv, "gputopo.io/topology", "x").code(),
+            StatusCode::kConflict);
+  EXPECT_EQ(client.AnnotateNode("n1", "other-uid", "", "gputopo.io/topology", "x").code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(client.AnnotateNode("gone", "", "", "k", "v").code(), StatusCode::kNotFound);
+  EXPECT_EQ(client.AnnotateNode("Bad/Name", "", "", "k", "v").code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(client.AnnotateNode("n1", "", "", "gputopo.io/topology", std::nullopt).ok());
+  EXPECT_FALSE((*server_.GetNodeObject("n1"))["metadata"].contains("annotations"));
+}
+
 TEST_F(KubeClientTest, BindCreatesTheBindingOnceAndRecordsEvents) {
   auto created = server_.CreatePod(testing::GpuPod("ml", "a", 1));
   const PodRef ref{"ml", "a", (*created)["metadata"]["uid"]};

@@ -24,12 +24,14 @@
 //   the old content at the new resourceVersion), as the watch cache does. BOOKMARKs (only with
 //   allowWatchBookmarks=true) carry the current RV in an otherwise empty object shaped like the
 //   real one; one is also sent just before timeoutSeconds ends the stream cleanly.
-// - PATCH (application/merge-patch+json, RFC 7386): a stale metadata.resourceVersion in the patch
-//   is a 409 Conflict "the object has been modified..."; a different metadata.uid is a 422
-//   Invalid "metadata.uid: Invalid value: ...: field is immutable" (the real server has no UID
-//   precondition for PATCH: the patched object fails update validation); name/namespace changes
-//   are 400; status changes through the main resource are silently dropped (pod strategy);
-//   spec changes are 422 Forbidden (pod spec is immutable); uid, creationTimestamp,
+// - PATCH of pods and nodes (application/merge-patch+json, RFC 7386): a stale
+//   metadata.resourceVersion in the patch is a 409 Conflict "the object has been modified...";
+//   a different metadata.uid is a 422 Invalid "metadata.uid: Invalid value: ...: field is
+//   immutable" (the real server has no UID precondition for PATCH: the patched object fails
+//   update validation); name changes, and a pod's namespace changes, are 400 (a node's namespace
+//   is cleared); status changes through the main resource are silently dropped (pod and node
+//   strategies); a pod's spec changes are 422 Forbidden (pod spec is immutable; a node's spec may
+//   change); uid, creationTimestamp,
 //   deletionTimestamp and generation are preserved; a patch that changes nothing is a no-op
 //   (no resourceVersion bump, no event). Other patch types: 415.
 // - pods/binding (and namespaces/{ns}/bindings): name mismatch 400; target validation as a 500
@@ -1297,6 +1299,7 @@ class FakeApiServer::Impl {
       return CollectionGet(req, res, Resource::kNodes, "");
     }
     if (s[2] == "nodes" && s.size() == 4) {
+      if (method == "PATCH") return PatchObject(req, res, Resource::kNodes, "", s[3]);
       if (!get) return Reply(res, MethodNotAllowed());
       return GetObject(res, Resource::kNodes, s[3], s[3]);
     }
@@ -1313,7 +1316,7 @@ class FakeApiServer::Impl {
       }
       if (s.size() == 6) {
         if (get) return GetObject(res, Resource::kPods, PodKey(ns, s[5]), s[5]);
-        if (method == "PATCH") return PatchPod(req, res, ns, s[5]);
+        if (method == "PATCH") return PatchObject(req, res, Resource::kPods, ns, s[5]);
         return Reply(res, MethodNotAllowed());
       }
       if (s.size() == 7 && s[6] == "binding") {
@@ -1678,8 +1681,12 @@ class FakeApiServer::Impl {
     return body;
   }
 
-  void PatchPod(const httplib::Request& req, httplib::Response& res, const std::string& ns,
-                const std::string& name) {
+  // PATCH of a pod or a node (JSON merge patch). `ns` is empty for a node.
+  void PatchObject(const httplib::Request& req, httplib::Response& res, Resource r,
+                   const std::string& ns, const std::string& name) {
+    const bool pod = r == Resource::kPods;
+    const std::string plural = pod ? "pods" : "nodes";
+    const std::string kind = pod ? "Pod" : "Node";
     const std::string media = MediaType(req);
     if (media != "application/merge-patch+json") {
       const bool real_type = media == "application/json-patch+json" ||
@@ -1700,11 +1707,11 @@ class FakeApiServer::Impl {
     }
 
     std::unique_lock<std::mutex> lock(mu_);
-    auto& pods = objects_[Index(Resource::kPods)];
-    auto it = pods.find(PodKey(ns, name));
-    if (it == pods.end()) {
+    auto& objects = objects_[Index(r)];
+    auto it = objects.find(pod ? PodKey(ns, name) : name);
+    if (it == objects.end()) {
       lock.unlock();
-      return Reply(res, NotFound("pods", name));
+      return Reply(res, NotFound(plural, name));
     }
     const JsonPtr previous = it->second;
     const json& old = *previous;
@@ -1720,7 +1727,10 @@ class FakeApiServer::Impl {
       return Reply(res, BadRequest("the name of the object (" + Name(patched) +
                                    ") does not match the name on the URL (" + name + ")"));
     }
-    if (Namespace(patched) != ns) {
+    if (!pod) {
+      // rest.BeforeUpdate clears the namespace of a cluster-scoped object.
+      patched["metadata"].erase("namespace");
+    } else if (Namespace(patched) != ns) {
       lock.unlock();
       return Reply(res, BadRequest("the namespace of the provided object does not match the "
                                    "namespace sent on the request"));
@@ -1729,17 +1739,17 @@ class FakeApiServer::Impl {
     const std::string patched_rv = ResourceVersionOf(patched);
     if (!patched_rv.empty() && patched_rv != ResourceVersionOf(old)) {
       lock.unlock();
-      return Reply(res, Conflict("pods", name, kOptimisticLockMessage));
+      return Reply(res, Conflict(plural, name, kOptimisticLockMessage));
     }
-    // rest.BeforeUpdate and the pod update strategy.
+    // rest.BeforeUpdate and the pod or node update strategy (both keep the old status).
     const std::string old_uid = Str(old, {"metadata", "uid"});
     const std::string new_uid = Str(patched, {"metadata", "uid"});
     if (!new_uid.empty() && new_uid != old_uid) {
       lock.unlock();
-      return Reply(res, Invalid("Pod", name, "metadata.uid", "FieldValueInvalid",
+      return Reply(res, Invalid(kind, name, "metadata.uid", "FieldValueInvalid",
                                 "Invalid value: \"" + new_uid + "\": field is immutable"));
     }
-    patched["kind"] = "Pod";
+    patched["kind"] = kind;
     patched["apiVersion"] = "v1";
     for (const char* field :
          {"uid", "creationTimestamp", "deletionTimestamp", "generation", "resourceVersion"}) {
@@ -1751,11 +1761,12 @@ class FakeApiServer::Impl {
       patched.erase("status");
     }
     DropEmptyMetadataFields(patched);
+    // A pod's spec is immutable (but for fields gputopo never patches); a node's is not.
     const json* old_spec = Find(old, {"spec"});
     const json* new_spec = Find(patched, {"spec"});
     const bool spec_changed = (old_spec == nullptr) != (new_spec == nullptr) ||
                               (old_spec != nullptr && *old_spec != *new_spec);
-    if (spec_changed) {
+    if (pod && spec_changed) {
       lock.unlock();
       return Reply(res, Invalid("Pod", name, "spec", "FieldValueForbidden", kPodSpecForbidden));
     }
@@ -1766,8 +1777,8 @@ class FakeApiServer::Impl {
       return Reply(res, 200, old);  // no change: nothing is written
     }
     BumpResourceVersion();
-    JsonPtr stored = Put(Resource::kPods, it->first, std::move(patched));
-    Publish(Resource::kPods, kModified, stored, previous);
+    JsonPtr stored = Put(r, it->first, std::move(patched));
+    Publish(r, kModified, stored, previous);
     lock.unlock();
     Reply(res, 200, *stored);
   }
