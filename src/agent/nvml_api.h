@@ -12,7 +12,9 @@
 
 extern "C" {
 
-typedef enum nvmlReturn_enum {
+// The enums are int-sized, as C's are; the fixed underlying type makes every value NVML may
+// answer (including ones newer than these declarations) a valid value in C++.
+typedef enum nvmlReturn_enum : int {
   NVML_SUCCESS = 0,
   NVML_ERROR_UNINITIALIZED = 1,
   NVML_ERROR_INVALID_ARGUMENT = 2,
@@ -73,7 +75,7 @@ typedef struct nvmlMemory_st {
   unsigned long long used;
 } nvmlMemory_t;
 
-typedef enum nvmlGpuLevel_enum {
+typedef enum nvmlGpuLevel_enum : int {
   NVML_TOPOLOGY_INTERNAL = 0,
   NVML_TOPOLOGY_SINGLE = 10,
   NVML_TOPOLOGY_MULTIPLE = 20,
@@ -82,12 +84,12 @@ typedef enum nvmlGpuLevel_enum {
   NVML_TOPOLOGY_SYSTEM = 50,
 } nvmlGpuTopologyLevel_t;
 
-typedef enum nvmlEnableState_enum {
+typedef enum nvmlEnableState_enum : int {
   NVML_FEATURE_DISABLED = 0,
   NVML_FEATURE_ENABLED = 1,
 } nvmlEnableState_t;
 
-typedef enum nvmlIntNvLinkDeviceType_enum {
+typedef enum nvmlIntNvLinkDeviceType_enum : int {
   NVML_NVLINK_DEVICE_TYPE_GPU = 0x00,
   NVML_NVLINK_DEVICE_TYPE_IBMNPU = 0x01,
   NVML_NVLINK_DEVICE_TYPE_SWITCH = 0x02,
