@@ -22,6 +22,16 @@ std::vector<std::string> SplitAssignedGpus(std::string_view value) {
   return out;
 }
 
+bool GpusMismatch(const std::vector<std::string>& assigned,
+                  const std::vector<std::string>& observed) {
+  if (assigned.empty() || observed.empty()) return false;
+  std::vector<std::string> a = assigned;
+  std::vector<std::string> b = observed;
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  return a != b;
+}
+
 ClusterState::ClusterState(const topology::TopologyResolver& resolver, PublishListener on_publish)
     : resolver_(resolver), on_publish_(std::move(on_publish)) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -135,10 +145,11 @@ void ClusterState::RemoveNode(std::string_view name) {
   PublishLocked();
 }
 
-void ClusterState::UpsertPod(const PodInfo& pod) {
+bool ClusterState::UpsertPod(const PodInfo& pod) {
   std::lock_guard<std::mutex> lock(mutex_);
-  PutPodLocked(pod);
+  const bool new_mismatch = PutPodLocked(pod);
   PublishLocked();
+  return new_mismatch;
 }
 
 void ClusterState::RemovePod(std::string_view uid) {
@@ -150,36 +161,47 @@ void ClusterState::RemovePod(std::string_view uid) {
   PublishLocked();
 }
 
-void ClusterState::PutPodLocked(const PodInfo& pod) {
+bool ClusterState::PutPodLocked(const PodInfo& pod) {
   auto it = pods_.find(pod.uid);
   if (pod.gpu_request <= 0 || pod.HoldsNothing()) {
     if (it != pods_.end()) {
       DetachPodLocked(it->second);
       pods_.erase(it);
     }
-    return;
+    return false;
   }
   if (it == pods_.end()) it = pods_.emplace(pod.uid, PodEntry{}).first;
   PodEntry& entry = it->second;
   if (pod.node_name.empty()) {
     // Pending. A reservation stays (its bind is in flight); a pod seen bound never goes back
     // to pending (spec.nodeName is immutable), so such an event is stale and ignored.
-    if (!entry.node.empty() && !entry.reserved) return;
+    if (!entry.node.empty() && !entry.reserved) return false;
     entry.info = pod;
     if (entry.reserved) RebuildNodeLocked(entry.node);
-    return;
+    return false;
   }
-  std::vector<std::string> assigned;
+  // What the pod holds: the node agent's ground truth over gputopo's own choice.
+  std::vector<std::string> recorded;
   if (auto value = FindAnnotation(pod.annotations, kAnnotationAssignedGpus)) {
-    assigned = SplitAssignedGpus(*value);
+    recorded = SplitAssignedGpus(*value);
   }
+  std::vector<std::string> observed;
+  if (auto value = FindAnnotation(pod.annotations, kAnnotationObservedGpus)) {
+    observed = SplitAssignedGpus(*value);
+  }
+  const bool mismatch = GpusMismatch(recorded, observed);
+  const bool new_mismatch = mismatch && !entry.mismatch;
+  entry.mismatch = mismatch;
+  entry.observed = !observed.empty();
+  entry.recorded = mismatch ? std::move(recorded) : std::vector<std::string>();
+  std::vector<std::string> assigned = observed.empty() ? std::move(recorded) : std::move(observed);
   if (entry.reserved && entry.node == pod.node_name &&
       (assigned.empty() || assigned == entry.assigned)) {
     // Our own bind, now seen through the API: the reservation becomes a placement.
     entry.info = pod;
     entry.reserved = false;
     RebuildNodeLocked(entry.node);
-    return;
+    return new_mismatch;
   }
   if (entry.node != pod.node_name) DetachPodLocked(entry);
   entry.info = pod;
@@ -188,6 +210,7 @@ void ClusterState::PutPodLocked(const PodInfo& pod) {
   entry.reserved = false;
   pods_by_node_[entry.node].insert(pod.uid);
   RebuildNodeLocked(entry.node);
+  return new_mismatch;
 }
 
 void ClusterState::DetachPodLocked(PodEntry& entry) {
@@ -219,6 +242,8 @@ void ClusterState::RebuildNodeLocked(const std::string& name) {
       placement.slots = static_cast<int>(entry.info.gpu_request);
       placement.reserved = entry.reserved;
       placement.assigned = entry.assigned;
+      placement.observed = entry.observed;
+      placement.recorded = entry.recorded;
       Result<PodRequirements> req = RequirementsOf(entry.info);
       if (req.ok()) {
         placement.group = req->group;

@@ -46,6 +46,11 @@ struct Reservation {
   std::chrono::steady_clock::time_point made{};  // when, for ExpireReservations
 };
 
+// True when both lists are non-empty and name different GPUs (in any order): the node agent saw
+// the pod on other GPUs than gputopo chose.
+bool GpusMismatch(const std::vector<std::string>& assigned,
+                  const std::vector<std::string>& observed);
+
 struct ClusterCounts {
   size_t nodes = 0;
   size_t pods = 0;          // GPU pods known, pending included
@@ -74,8 +79,12 @@ class ClusterState {
   void ReplacePods(const std::vector<PodInfo>& pods);
   void UpsertNode(const NodeInfo& node);
   void RemoveNode(std::string_view name);
-  // A pod that requests no GPU, or has finished, is dropped (and frees what it held).
-  void UpsertPod(const PodInfo& pod);
+  // A pod that requests no GPU, or has finished, is dropped (and frees what it held). A bound
+  // pod holds the GPUs of its gputopo.io/observed-gpus (the node agent's ground truth) where it
+  // has that annotation, else those of gputopo.io/assigned-gpus. Returns true when this update
+  // is the first to show the two annotations naming different GPUs (GpusMismatch), so that
+  // the caller reports it once.
+  bool UpsertPod(const PodInfo& pod);
   void RemovePod(std::string_view uid);
 
   // Conflict when the node changed since reservation.node_version, or the pod is already
@@ -101,7 +110,10 @@ class ClusterState {
     PodInfo info;
     std::string node;  // where it holds GPUs; empty when it holds none
     std::vector<std::string>
-        assigned;  // GPU labels it holds (from the annotation or a reservation)
+        assigned;           // GPU labels it holds (from the annotations or a reservation)
+    bool observed = false;  // `assigned` is the node agent's observed-gpus
+    bool mismatch = false;  // observed-gpus and assigned-gpus differ
+    std::vector<std::string> recorded;  // assigned-gpus, kept only while they differ
     bool reserved = false;
     std::chrono::steady_clock::time_point reserved_at{};
   };
@@ -111,7 +123,8 @@ class ClusterState {
   };
 
   // All private functions require mutex_ to be held.
-  void PutPodLocked(const PodInfo& pod);
+  // Returns UpsertPod's answer.
+  bool PutPodLocked(const PodInfo& pod);
   void DetachPodLocked(PodEntry& entry);
   void RebuildNodeLocked(const std::string& name);
   // Positions assigned afresh (the node set changed), every node rebuilt, then published.

@@ -145,8 +145,17 @@ NodeState NodeState::Build(std::string name, Result<topology::ResolvedTopology> 
       gpu.slots_used += 1;
       gpu.milli_used += milli;
       gpu.exclusive |= pod.exclusive;
-      gpu.occupants.push_back(
-          {pod.pod_uid, pod.pod_key, pod.group, milli, pod.exclusive, pod.reserved});
+      Occupant occupant;
+      occupant.pod_uid = pod.pod_uid;
+      occupant.pod_key = pod.pod_key;
+      occupant.group = pod.group;
+      occupant.milli = milli;
+      occupant.exclusive = pod.exclusive;
+      occupant.reserved = pod.reserved;
+      occupant.observed = pod.observed;
+      for (const std::string& label : pod.recorded)
+        occupant.recorded += (occupant.recorded.empty() ? "" : ",") + label;
+      gpu.occupants.push_back(std::move(occupant));
     }
     // Replicas requested beyond the GPUs listed are held somewhere unknown on the node.
     const int extra = pod.slots - static_cast<int>(indices->size());

@@ -37,6 +37,8 @@ struct Occupant {
   int milli = 0;  // share of this GPU held
   bool exclusive = false;
   bool reserved = false;  // a bind is in flight; not yet seen bound through the API
+  bool observed = false;  // known from the node agent's gputopo.io/observed-gpus
+  std::string recorded;   // gputopo.io/assigned-gpus where it differs from the observed GPUs
 };
 
 struct GpuOccupancy {
@@ -62,7 +64,9 @@ struct PodPlacement {
   bool exclusive = false;
   bool reserved = false;
   int slots = 0;                      // nvidia.com/gpu replicas the pod holds
-  std::vector<std::string> assigned;  // gputopo.io/assigned-gpus entries; empty: none
+  std::vector<std::string> assigned;  // the GPUs it holds (labels); empty: not known
+  bool observed = false;              // `assigned` is the node agent's observed-gpus
+  std::vector<std::string> recorded;  // assigned-gpus, when they differ from observed-gpus
 };
 
 class NodeState {

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "gputopo/excerpt.h"
+#include "gputopo/well_known.h"
 #include "src/app/background_priority.h"
 #include "src/app/embedded_data.h"
 #include "src/codec/k8s_encode.h"
@@ -151,6 +153,12 @@ void App::RegisterCollectors() {
     out.WriteGauge("gputopo_events_pending", "Events queued, not yet posted.", {},
                    static_cast<double>(stats.pending));
   });
+  metrics_.AddCollector([this](observability::MetricsWriter& out) {
+    out.WriteCounter("gputopo_gpu_mismatches_total",
+                     "Pods the node agent saw on other GPUs than gputopo assigned "
+                     "(gputopo.io/observed-gpus differs from gputopo.io/assigned-gpus).",
+                     {}, static_cast<double>(gpu_mismatches_.load(std::memory_order_relaxed)));
+  });
   if (!watcher_) return;
   metrics_.AddCollector([watcher = watcher_.get()](observability::MetricsWriter& out) {
     const kube::WatcherStats stats = watcher->Stats();
@@ -173,6 +181,20 @@ void App::RegisterCollectors() {
   });
 }
 
+void App::OnGpuMismatch(const PodInfo& pod) {
+  gpu_mismatches_.fetch_add(1, std::memory_order_relaxed);
+  const std::string assigned(FindAnnotation(pod.annotations, kAnnotationAssignedGpus).value_or(""));
+  const std::string observed(FindAnnotation(pod.annotations, kAnnotationObservedGpus).value_or(""));
+  std::string message = "The node agent sees the pod on GPUs " + Excerpt(observed) + " of " +
+                        Excerpt(pod.node_name) + ", not on GPUs " + Excerpt(assigned) +
+                        " that gputopo assigned; gputopo now counts the observed GPUs.";
+  spdlog::warn("pod {}: {}", Excerpt(pod.Key()), message);
+  if (events_ != nullptr) {
+    (void)events_->Submit(PodRef{pod.namespace_name, pod.name, pod.uid}, "GPUsMismatch",
+                          std::move(message));
+  }
+}
+
 Result<std::unique_ptr<App>> App::Create(const AppOptions& options, const Clock& clock) {
   std::unique_ptr<App> app(new App(options, clock));
   if (Status s = LoadProfiles(options.profiles_dir, app->profiles_); !s.ok()) return s;
@@ -192,8 +214,9 @@ Result<std::unique_ptr<App>> App::Create(const AppOptions& options, const Clock&
   std::function<std::string()> list_snapshot;
   if (options.kube) {
     app->client_ = std::make_unique<kube::KubeClient>(*options.kube, options.client, clock);
-    app->watcher_ =
-        std::make_unique<kube::ClusterWatcher>(*app->client_, *app->state_, clock, options.watcher);
+    app->watcher_ = std::make_unique<kube::ClusterWatcher>(
+        *app->client_, *app->state_, clock, options.watcher,
+        [self = app.get()](const PodInfo& pod) { self->OnGpuMismatch(pod); });
     kube = app->client_.get();
     if (options.admin_auth && options.server.admin_port >= 0) {
       app->access_ = std::make_unique<http::AccessControl>(*app->client_, clock);

@@ -5,6 +5,7 @@
 #ifndef GPUTOPO_SRC_APP_APP_H_
 #define GPUTOPO_SRC_APP_APP_H_
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -82,6 +83,8 @@ class App {
   const policies::PresetCatalog& presets() const { return presets_; }
 
  private:
+  // A watch event showed a pod on other GPUs than gputopo assigned: log, count, queue an Event.
+  void OnGpuMismatch(const PodInfo& pod);
   App(const AppOptions& options, const Clock& clock);
 
   // Add state and cache collectors; called once the parts exist.
@@ -89,7 +92,8 @@ class App {
 
   const Clock& clock_;
   const std::chrono::milliseconds grace_period_;
-  observability::MetricsRegistry metrics_;  // outlives everything below that records into it
+  observability::MetricsRegistry metrics_;   // outlives everything below that records into it
+  std::atomic<uint64_t> gpu_mismatches_{0};  // OnGpuMismatch calls
   topology::ShapeInterner interner_;
   topology::ProfileCatalog profiles_{interner_};
   topology::TopologyResolver resolver_{profiles_, interner_};

@@ -6,6 +6,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "gputopo/well_known.h"
+#include "policies/state/cluster_state.h"
 #include "src/service/scheduling_context.h"
 #include "topology/link_type.h"
 
@@ -208,6 +210,11 @@ std::string RenderNode(const policies::NodeState& node) {
       ordered_json occ = {{"pod", o.pod_key}, {"group", o.group}, {"milli", o.milli}};
       if (o.exclusive) occ["exclusive"] = true;
       if (o.reserved) occ["reserved"] = true;
+      if (o.observed) occ["observed"] = true;  // seen on this GPU by the node agent
+      if (!o.recorded.empty()) {
+        occ["mismatch"] = true;  // gputopo chose other GPUs
+        occ["assignedGpus"] = o.recorded;
+      }
       occupants.push_back(std::move(occ));
     }
     gpu["occupants"] = occupants;
@@ -278,7 +285,7 @@ std::string RenderDecisions(const std::vector<service::DecisionRecord>& records)
 }
 
 std::string RenderPod(const std::string& pod_key, const service::PodHistory& history,
-                      size_t max_nodes) {
+                      size_t max_nodes, const PodInfo* current) {
   ordered_json j;
   j["pod"] = pod_key;
   const service::CycleRecord* any =
@@ -290,6 +297,18 @@ std::string RenderPod(const std::string& pod_key, const service::PodHistory& his
   if (history.filter) j["filter"] = CycleJson(*history.filter, max_nodes);
   if (history.prioritize) j["prioritize"] = CycleJson(*history.prioritize, max_nodes);
   if (history.bind) j["bind"] = BindJson(*history.bind);
+  if (current != nullptr && !current->node_name.empty()) {
+    const auto assigned = FindAnnotation(current->annotations, kAnnotationAssignedGpus);
+    const auto observed = FindAnnotation(current->annotations, kAnnotationObservedGpus);
+    ordered_json gpus;
+    gpus["node"] = current->node_name;
+    gpus["assigned"] = assigned ? std::string(*assigned) : std::string();
+    gpus["observed"] = observed ? std::string(*observed) : std::string();
+    gpus["mismatch"] = assigned && observed &&
+                       policies::GpusMismatch(policies::SplitAssignedGpus(*assigned),
+                                              policies::SplitAssignedGpus(*observed));
+    j["gpus"] = gpus;
+  }
   return Dump(j);
 }
 

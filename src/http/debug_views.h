@@ -22,9 +22,11 @@ std::string RenderNode(const policies::NodeState& node);
 std::string RenderDecisions(const std::vector<service::DecisionRecord>& records);
 // /debug/pods/<ns>/<name>: per node verdict and reason, or score split; the chosen node, GPUs,
 // island. At most `max_nodes` nodes per cycle are listed (failed first by reason, then the
-// best scores); counts cover all.
+// best scores); counts cover all. With the pod as the cache holds it now (`current`, may be
+// null), also the GPUs gputopo assigned and those the node agent observed, and whether they
+// differ.
 std::string RenderPod(const std::string& pod_key, const service::PodHistory& history,
-                      size_t max_nodes);
+                      size_t max_nodes, const PodInfo* current = nullptr);
 // /debug: an index of the endpoints and a few counts.
 std::string RenderIndex(const policies::ClusterCounts& counts, const std::string& default_preset,
                         const std::vector<std::string>& presets);

@@ -329,7 +329,13 @@ void ExtenderServer::Impl::HandleDebug(std::string_view path, HttpResponse& res)
       recorder->Flush();
       std::optional<service::PodHistory> history = deps.context.decisions.ForPod(key);
       if (!history) return SetText(res, 404, "no recent decision for pod " + key + "\n");
-      return SetJson(res, RenderPod(key, *history, options.debug_max_nodes));
+      const service::CycleRecord* cycle =
+          history->prioritize ? history->prioritize.get() : history->filter.get();
+      std::optional<PodInfo> current;
+      if (cycle != nullptr) current = deps.context.state.FindPod(cycle->pod_uid);
+      if (!current && history->bind) current = deps.context.state.FindPod(history->bind->pod_uid);
+      return SetJson(
+          res, RenderPod(key, *history, options.debug_max_nodes, current ? &*current : nullptr));
     }
   }
   SetText(res, 404, "gputopo: 404 " + std::string(path) + "\n");

@@ -15,8 +15,13 @@ bool IsGpuNode(const NodeInfo& node) {
 }
 
 ClusterWatcher::ClusterWatcher(KubeClient& client, policies::ClusterState& state,
-                               const Clock& clock, WatcherOptions options)
-    : client_(client), state_(state), clock_(clock), options_(options) {}
+                               const Clock& clock, WatcherOptions options,
+                               GpuMismatchListener on_gpu_mismatch)
+    : client_(client),
+      state_(state),
+      clock_(clock),
+      options_(options),
+      on_gpu_mismatch_(std::move(on_gpu_mismatch)) {}
 
 ClusterWatcher::~ClusterWatcher() { Stop(); }
 
@@ -162,7 +167,8 @@ bool ClusterWatcher::Apply(Kind& kind, Decoders& decoders, std::string_view line
   if (event->type == WatchEventType::kDeleted) {
     state_.RemovePod(pod->uid);
   } else {
-    state_.UpsertPod(*pod);  // drops pods without GPUs, and finished ones
+    // Drops pods without GPUs, and finished ones.
+    if (state_.UpsertPod(*pod) && on_gpu_mismatch_) on_gpu_mismatch_(*pod);
   }
   return true;
 }

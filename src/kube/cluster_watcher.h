@@ -23,6 +23,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -53,9 +54,14 @@ struct WatcherStats {
 
 class ClusterWatcher {
  public:
+  // Called on the pods watch's thread for a watch event that first shows a pod's
+  // gputopo.io/observed-gpus differ from its gputopo.io/assigned-gpus (ClusterState::UpsertPod).
+  // Must be quick: an Event is queued, not posted.
+  using GpuMismatchListener = std::function<void(const PodInfo&)>;
+
   // All must outlive the watcher.
   ClusterWatcher(KubeClient& client, policies::ClusterState& state, const Clock& clock,
-                 WatcherOptions options);
+                 WatcherOptions options, GpuMismatchListener on_gpu_mismatch = nullptr);
   ~ClusterWatcher();
   ClusterWatcher(const ClusterWatcher&) = delete;
   ClusterWatcher& operator=(const ClusterWatcher&) = delete;
@@ -93,6 +99,7 @@ class ClusterWatcher {
   policies::ClusterState& state_;
   const Clock& clock_;
   const WatcherOptions options_;
+  const GpuMismatchListener on_gpu_mismatch_;
   Kind nodes_{KindId::kNodes, "nodes", "/api/v1/nodes"};
   Kind pods_{KindId::kPods, "pods", "/api/v1/pods"};
   std::atomic<bool> stop_{false};

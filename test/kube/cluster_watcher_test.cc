@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <mutex>
+#include <string>
+#include <vector>
 
 #include "src/app/system_clock.h"
 #include "test/kube/kube_fixtures.h"
@@ -51,13 +54,14 @@ class WatcherTest : public ::testing::Test {
     client.request_timeout = kAnswerDeadline;
     client_ = std::make_unique<KubeClient>(config, client, clock_);
   }
-  void StartWatcher() {
+  void StartWatcher(ClusterWatcher::GpuMismatchListener on_gpu_mismatch = nullptr) {
     WatcherOptions options;
     options.watch_timeout_seconds = 5;
     options.backoff_initial = std::chrono::milliseconds(20);
     options.backoff_max = std::chrono::milliseconds(200);
     options.staleness = std::chrono::seconds(30);
-    watcher_ = std::make_unique<ClusterWatcher>(*client_, cluster_.state(), clock_, options);
+    watcher_ = std::make_unique<ClusterWatcher>(*client_, cluster_.state(), clock_, options,
+                                                std::move(on_gpu_mismatch));
     watcher_->Start();
     ASSERT_TRUE(WaitFor([&] { return watcher_->Ready(); })) << "never synced";
     ASSERT_TRUE(server_.WaitForOpenWatches(2, kAnswerDeadline));
@@ -118,6 +122,39 @@ TEST_F(WatcherTest, EventsReachTheCacheAsTheyHappen) {
   ASSERT_TRUE(WaitFor([&] { return cluster_.Node("gpu-2") != nullptr; }));
   ASSERT_TRUE(server_.DeleteNode("gpu-1"));
   ASSERT_TRUE(WaitFor([&] { return cluster_.Node("gpu-1") == nullptr; }));
+}
+
+// The node agent's observed-gpus reach the cache, and a mismatch with assigned-gpus is reported
+// once, by the event that first shows it.
+TEST_F(WatcherTest, ObservedGpusReachTheCacheAndAMismatchIsReportedOnce) {
+  ASSERT_TRUE(server_.CreateNode(GpuNode("gpu-1")).has_value());
+  std::mutex mutex;
+  std::vector<std::string> reported;  // GUARDED_BY(mutex)
+  StartWatcher([&](const PodInfo& pod) {
+    std::lock_guard<std::mutex> lock(mutex);
+    reported.push_back(pod.Key());
+  });
+  ASSERT_TRUE(server_.CreatePod(BoundPod("a", "gpu-1", "0")).has_value());
+  ASSERT_TRUE(WaitFor([&] {
+    auto node = cluster_.Node("gpu-1");
+    return node && !node->gpu(0).occupants.empty();
+  }));
+  server_.UpdatePod(
+      "ml", "a", [](json& p) { p["metadata"]["annotations"]["gputopo.io/observed-gpus"] = "5"; });
+  ASSERT_TRUE(WaitFor([&] {
+    auto node = cluster_.Node("gpu-1");
+    return node && !node->gpu(5).occupants.empty() && node->gpu(0).occupants.empty();
+  }));
+  // Another change to the pod keeps the mismatch: not reported again. The label change is
+  // applied once the next pod's event (which follows it in the stream) has been.
+  server_.UpdatePod("ml", "a", [](json& p) { p["metadata"]["labels"]["touched"] = "yes"; });
+  ASSERT_TRUE(server_.CreatePod(BoundPod("b", "gpu-1", "1")).has_value());
+  ASSERT_TRUE(WaitFor([&] {
+    auto node = cluster_.Node("gpu-1");
+    return node && !node->gpu(1).occupants.empty();
+  }));
+  std::lock_guard<std::mutex> lock(mutex);
+  EXPECT_EQ(reported, std::vector<std::string>{"ml/a"});
 }
 
 TEST_F(WatcherTest, ABrokenStreamResumesWithoutLosingOrRepeatingEvents) {

@@ -973,6 +973,92 @@ TEST_F(ClusterStateTest, NodeVersionChangesOnEveryRebuildOfThatNodeOnly) {
   EXPECT_EQ(Node("h2"), h2);
 }
 
+// ---------------------------------------------------------------------------------------------
+// The node agent's gputopo.io/observed-gpus
+
+PodInfo ObservedPod(const std::string& name, const std::string& node, const std::string& assigned,
+                    const std::string& observed) {
+  PodInfo pod = BoundPod(name, node, assigned);
+  pod.annotations.emplace_back("gputopo.io/observed-gpus", observed);
+  return pod;
+}
+
+TEST_F(ClusterStateTest, ObservedGpusWinOverAssignedAndAMismatchIsReportedOnce) {
+  cluster_.Add(H100Node("h1", /*replicas=*/2));
+  EXPECT_FALSE(state().UpsertPod(BoundPod("web-1", "h1", "GPU-h100-0")));
+  EXPECT_THAT(UsedGpus(*Node("h1")), ElementsAre(0));
+
+  // The agent saw kubelet give the pod GPU 3: the cache follows the ground truth.
+  EXPECT_TRUE(state().UpsertPod(ObservedPod("web-1", "h1", "GPU-h100-0", "GPU-h100-3")));
+  auto node = Node("h1");
+  EXPECT_THAT(UsedGpus(*node), ElementsAre(3));
+  ASSERT_EQ(node->gpu(3).occupants.size(), 1u);
+  EXPECT_TRUE(node->gpu(3).occupants[0].observed);
+  EXPECT_EQ(node->gpu(3).occupants[0].recorded, "GPU-h100-0");
+  // The same mismatch again (a resync, another annotation changing) is not news.
+  EXPECT_FALSE(state().UpsertPod(ObservedPod("web-1", "h1", "GPU-h100-0", "GPU-h100-3")));
+  EXPECT_THAT(UsedGpus(*Node("h1")), ElementsAre(3));
+}
+
+// Later placements count the GPUs really in use: with one slot per GPU and every GPU but 0 and
+// 3 taken, a pod gputopo put on 0 that kubelet gave 3 leaves only GPU 0 free.
+TEST_F(ClusterStateTest, PlacementsAvoidTheObservedGpusNotTheAssignedOnes) {
+  cluster_.Add(H100Node("h1", /*replicas=*/1));
+  for (int gpu : {1, 2, 4, 5, 6, 7}) {
+    cluster_.Add(MakePod()
+                     .Name("batch-" + std::to_string(gpu))
+                     .Gpus(1)
+                     .Group("batch")
+                     .OnNode("h1")
+                     .Assigned("GPU-h100-" + std::to_string(gpu))
+                     .Obj());
+  }
+  (void)state().UpsertPod(ObservedPod("web-1", "h1", "GPU-h100-0", "GPU-h100-3"));
+  const PodRequirements next = *RequirementsOf(PendingPod("web-2"));
+  const NodeEvaluation e = EvaluateNode(next, *Node("h1"), cluster_.preset());
+  ASSERT_TRUE(e.fits()) << e.reason << ": " << e.detail;
+  EXPECT_EQ(e.gpus, Bit(0));
+}
+
+TEST_F(ClusterStateTest, ObservedGpusEqualToAssignedAreNoMismatchInAnyOrder) {
+  cluster_.Add(H100Node("h1", /*replicas=*/2));
+  PodInfo pod = BoundPod("web-1", "h1", "GPU-h100-1,GPU-h100-2", /*gpus=*/2);
+  pod.annotations.emplace_back("gputopo.io/observed-gpus", "GPU-h100-2,GPU-h100-1");
+  EXPECT_FALSE(state().UpsertPod(pod));
+  auto node = Node("h1");
+  EXPECT_THAT(UsedGpus(*node), ElementsAre(1, 2));
+  EXPECT_TRUE(node->gpu(1).occupants[0].observed);
+  EXPECT_EQ(node->gpu(1).occupants[0].recorded, "");
+  EXPECT_FALSE(GpusMismatch({"a"}, {}));
+  EXPECT_FALSE(GpusMismatch({}, {"a"}));
+  EXPECT_TRUE(GpusMismatch({"a", "b"}, {"a"}));
+}
+
+// A pod bound by another scheduler has no assigned-gpus: observed-gpus alone places it.
+TEST_F(ClusterStateTest, ObservedGpusAlonePlaceAPodGputopoDidNotBind) {
+  cluster_.Add(Dgx1Node("d1", /*replicas=*/2));
+  PodInfo pod = MakePod().Name("other").Gpus(1).OnNode("d1").Phase(PodPhase::kRunning).Obj();
+  pod.annotations.emplace_back("gputopo.io/observed-gpus", "6");
+  EXPECT_FALSE(state().UpsertPod(pod));
+  auto node = Node("d1");
+  EXPECT_THAT(UsedGpus(*node), ElementsAre(6));
+  EXPECT_EQ(node->unplaced_slots(), 0);
+}
+
+// An agent annotation naming a GPU the node does not have fails that pod's placement alone,
+// with a reason: its slot counts as held somewhere unknown, and nothing else is disturbed.
+TEST_F(ClusterStateTest, ObservedGpuTheNodeLacksLeavesThePodUnplacedWithAReason) {
+  cluster_.Add(H100Node("h1", /*replicas=*/2));
+  cluster_.Add(BoundPod("web-0", "h1", "GPU-h100-4"));
+  (void)state().UpsertPod(ObservedPod("web-1", "h1", "GPU-h100-0", "GPU-elsewhere-9"));
+  auto node = Node("h1");
+  EXPECT_THAT(UsedGpus(*node), ElementsAre(4));
+  ASSERT_EQ(node->unplaced().size(), 1u);
+  EXPECT_EQ(node->unplaced()[0].pod_key, "default/web-1");
+  EXPECT_THAT(node->unplaced()[0].reason, HasSubstr("GPU-elsewhere-9"));
+  EXPECT_EQ(node->unplaced_slots(), 1);
+}
+
 TEST_F(ClusterStateTest, SignatureIsEqualForIdenticalNodesAndChangesWhenAPodLands) {
   cluster_.Add(H100Node("h1", 2));
   cluster_.Add(H100Node("h2", 2));

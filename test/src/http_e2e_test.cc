@@ -7,6 +7,7 @@
 #include <atomic>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -121,11 +122,44 @@ TEST_F(ServerTest, PrioritizeThenBindChoosesTheBestNodeAndRecordsTheGpus) {
   EXPECT_EQ(why["prioritize"]["nodes"][0]["node"], "h100");
   EXPECT_EQ(why["prioritize"]["nodes"][0]["components"].size(), 3u);  // the default preset's
   EXPECT_EQ(why["prioritize"]["nodes"][0]["priority"], 10);
+  EXPECT_EQ(why["gpus"]["node"], "h100");
+  EXPECT_EQ(why["gpus"]["assigned"], assigned);
+  EXPECT_EQ(why["gpus"]["observed"], "");
+  EXPECT_EQ(why["gpus"]["mismatch"], false);
   // The node view shows the occupants.
   const json node = Get("/debug/nodes/h100");
   int occupied = 0;
   for (const json& gpu : node["gpuList"]) occupied += gpu["occupants"].empty() ? 0 : 1;
   EXPECT_GE(occupied, 4);
+  // The node agent reports that kubelet gave the pod other GPUs: both views show the two side
+  // by side, and the node view puts the pod where it really is.
+  std::optional<PodInfo> cached = app_->state().FindPod(pod["metadata"]["uid"].get<std::string>());
+  ASSERT_TRUE(cached.has_value());
+  std::string observed;  // four GPUs gputopo did not choose
+  std::vector<int> elsewhere;
+  for (int g = 0; g < 8 && elsewhere.size() < 4; ++g) {
+    const std::string label = "GPU-h100-" + std::to_string(g);
+    if (gpus.count(label) != 0) continue;
+    elsewhere.push_back(g);
+    observed += (observed.empty() ? "" : ",") + label;
+  }
+  ASSERT_EQ(elsewhere.size(), 4u);
+  cached->annotations.emplace_back("gputopo.io/observed-gpus", observed);
+  app_->state().UpsertPod(*cached);
+  const json mismatch = Get("/debug/pods/ml/train")["gpus"];
+  EXPECT_EQ(mismatch["assigned"], assigned);
+  EXPECT_EQ(mismatch["observed"], observed);
+  EXPECT_EQ(mismatch["mismatch"], true);
+  const json real = Get("/debug/nodes/h100");
+  for (int g : elsewhere) {
+    SCOPED_TRACE(g);
+    const json& occupants = real["gpuList"][static_cast<size_t>(g)]["occupants"];
+    ASSERT_EQ(occupants.size(), 1u);
+    EXPECT_EQ(occupants[0]["pod"], "ml/train");
+    EXPECT_EQ(occupants[0]["observed"], true);
+    EXPECT_EQ(occupants[0]["mismatch"], true);
+    EXPECT_EQ(occupants[0]["assignedGpus"], assigned);
+  }
   const json decisions = Get("/debug/decisions");
   EXPECT_EQ(decisions["decisions"][0]["verb"], "bind");
 }
