@@ -110,13 +110,16 @@ struct Eligibility {
   int occupied = 0;        // GPUs with pods, for an exclusive pod
   int full = 0;            // GPUs without a free slot or share
   int group = 0;           // GPUs holding the group, under required spread
+  int unhealthy = 0;       // GPUs the node agent found not answering
 };
 
 Eligibility FindEligible(const PlacementContext& ctx) {
   Eligibility e;
   for (int g = 0; g < ctx.node.gpu_count(); ++g) {
     const auto i = static_cast<size_t>(g);
-    if (ctx.node.gpu(g).exclusive) {
+    if (topology::Has(ctx.node.unhealthy_gpus(), g)) {
+      ++e.unhealthy;
+    } else if (ctx.node.gpu(g).exclusive) {
       ++e.exclusive_held;
     } else if (ctx.pod.exclusive && !topology::Has(ctx.empty, g)) {
       ++e.occupied;
@@ -138,6 +141,7 @@ std::string DescribeShortfall(const PlacementContext& ctx, const Eligibility& e)
                     std::to_string(Count(e.eligible)) + " of " +
                     std::to_string(ctx.node.gpu_count()) + " qualify";
   std::vector<std::string> parts;
+  if (e.unhealthy > 0) parts.push_back(std::to_string(e.unhealthy) + " unhealthy");
   if (e.full > 0) parts.push_back(std::to_string(e.full) + " full");
   if (e.exclusive_held > 0) parts.push_back(std::to_string(e.exclusive_held) + " held exclusively");
   if (e.occupied > 0) parts.push_back(std::to_string(e.occupied) + " shared (pod is exclusive)");

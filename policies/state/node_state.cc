@@ -185,6 +185,13 @@ NodeState NodeState::Build(std::string name, Result<topology::ResolvedTopology> 
   AppendInt(sig, node.replicas());
   AppendInt(sig, node.total_slots());
   AppendInt(sig, node.unplaced_slots_);
+  if (node.topology_.gpus != nullptr) {
+    for (size_t i = 0; i < node.topology_.gpus->size() && i < node.gpus_.size(); ++i) {
+      if (!(*node.topology_.gpus)[i].healthy)
+        node.unhealthy_gpus_ |= topology::Bit(static_cast<int>(i));
+    }
+  }
+  AppendInt(sig, static_cast<int64_t>(node.unhealthy_gpus_));
   for (size_t i = 0; i < node.gpus_.size(); ++i) {
     const GpuOccupancy& gpu = node.gpus_[i];
     node.used_slots_ += gpu.slots_used;

@@ -99,6 +99,9 @@ class NodeState {
   int gpu_free_milli(int index) const;
   // GPUs holding no pod at all.
   GpuMask empty_gpus() const { return empty_gpus_; }
+  // GPUs the node agent found not answering NVML (the topology document's `healthy: false`):
+  // nothing is placed on them. Their pods still count.
+  GpuMask unhealthy_gpus() const { return unhealthy_gpus_; }
   // GPUs that hold at least one pod of `group`. `group_hash` is std::hash of the group, for
   // callers that ask many nodes about one group.
   GpuMask GroupGpus(std::string_view group) const;
@@ -133,6 +136,7 @@ class NodeState {
   int unplaced_slots_ = 0;
   int used_slots_ = 0;
   GpuMask empty_gpus_ = 0;
+  GpuMask unhealthy_gpus_ = 0;
   struct GroupGpuMask {
     size_t hash = 0;
     std::string group;

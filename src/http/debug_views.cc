@@ -198,6 +198,11 @@ std::string RenderNode(const policies::NodeState& node) {
     if (!info.uuid.empty()) gpu["uuid"] = info.uuid;
     if (!info.model.empty()) gpu["model"] = info.model;
     if (info.memory_mib > 0) gpu["memoryMiB"] = info.memory_mib;
+    if (!info.pci_bus_id.empty()) gpu["pciBusId"] = info.pci_bus_id;
+    if (!info.healthy) {
+      gpu["healthy"] = false;  // nothing is placed on it
+      gpu["healthReason"] = info.health_reason;
+    }
     gpu["numaNode"] = shape.numa_of(g);
     gpu["island"] = shape.island_of(g);
     gpu["slotsUsed"] = use.slots_used;

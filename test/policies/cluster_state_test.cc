@@ -1059,6 +1059,39 @@ TEST_F(ClusterStateTest, ObservedGpuTheNodeLacksLeavesThePodUnplacedWithAReason)
   EXPECT_EQ(node->unplaced_slots(), 1);
 }
 
+// ---------------------------------------------------------------------------------------------
+// GPU health from the node agent's topology document
+
+TEST_F(ClusterStateTest, NothingIsPlacedOnAnUnhealthyGpuAndItsPodsStillCount) {
+  MachineTopology sick = HgxH100();
+  sick.gpu(2).healthy = false;
+  sick.gpu(2).health_reason = "nvmlDeviceGetMemoryInfo: GPU is lost";
+  // Two replicas per GPU: GPU 2 still has a free slot beside the pod already on it.
+  cluster_.Add(MakeNode().Name("sick").Topology(sick).Replicas(2).Allocatable(16).Obj());
+  cluster_.Add(MakeNode().Name("well").Topology(HgxH100()).Replicas(2).Allocatable(16).Obj());
+  cluster_.Add(BoundPod("web-0", "sick", "GPU-h100-2"));  // was running there before it broke
+  auto sick_node = Node("sick");
+  auto well_node = Node("well");
+  EXPECT_EQ(sick_node->unhealthy_gpus(), Bit(2));
+  EXPECT_EQ(well_node->unhealthy_gpus(), 0u);
+  EXPECT_THAT(UsedGpus(*sick_node), ElementsAre(2));
+  // Health is part of what evaluations are shared by.
+  cluster_.Add(BoundPod("web-1", "well", "GPU-h100-2"));
+  EXPECT_NE(Node("sick")->signature(), Node("well")->signature());
+
+  // An 8-GPU pod fits on the healthy node but no longer on the sick one, and the reason says why.
+  const PodRequirements eight = *RequirementsOf(MakePod().Name("big").Gpus(8).Obj());
+  EXPECT_TRUE(EvaluateNode(eight, *Node("well"), cluster_.preset()).fits());
+  const NodeEvaluation e = EvaluateNode(eight, *Node("sick"), cluster_.preset());
+  EXPECT_EQ(e.verdict, Verdict::kUnschedulable);
+  EXPECT_THAT(e.detail, HasSubstr("1 unhealthy"));
+  // Seven GPUs do, on every GPU but the broken one.
+  const PodRequirements seven = *RequirementsOf(MakePod().Name("seven").Gpus(7).Obj());
+  const NodeEvaluation f = EvaluateNode(seven, *Node("sick"), cluster_.preset());
+  ASSERT_TRUE(f.fits()) << f.reason << ": " << f.detail;
+  EXPECT_FALSE(topology::Has(f.gpus, 2));
+}
+
 TEST_F(ClusterStateTest, SignatureIsEqualForIdenticalNodesAndChangesWhenAPodLands) {
   cluster_.Add(H100Node("h1", 2));
   cluster_.Add(H100Node("h2", 2));
