@@ -400,12 +400,15 @@ Result<bool> KubeClient::ReviewAccess(const http::ReviewedUser& user, std::strin
 }
 
 Result<std::string> KubeClient::ListPage(std::string_view path, int limit,
-                                         std::string_view continue_token) {
+                                         std::string_view continue_token,
+                                         std::string_view field_selector) {
   std::string url = std::string(path) + "?limit=" + std::to_string(limit);
-  if (!continue_token.empty()) {
-    char* escaped =
-        curl_easy_escape(nullptr, continue_token.data(), static_cast<int>(continue_token.size()));
-    url += "&continue=" + std::string(escaped);
+  for (const auto& [name, value] :
+       {std::pair<const char*, std::string_view>{"continue", continue_token},
+        {"fieldSelector", field_selector}}) {
+    if (value.empty()) continue;
+    char* escaped = curl_easy_escape(nullptr, value.data(), static_cast<int>(value.size()));
+    url += std::string("&") + name + "=" + escaped;
     curl_free(escaped);
   }
   Result<Response> response = Call("GET", url, "", "");

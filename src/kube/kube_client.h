@@ -71,7 +71,9 @@ class KubeClient final : public KubeApi, public http::AccessReviewer {
 
   // One page of a list (`path` like "/api/v1/pods"): the raw NodeList/PodList body.
   // `continue_token` is the previous page's metadata.continue; empty for the first page.
-  Result<std::string> ListPage(std::string_view path, int limit, std::string_view continue_token);
+  // `field_selector` (like "spec.nodeName=n1") restricts the list when not empty.
+  Result<std::string> ListPage(std::string_view path, int limit, std::string_view continue_token,
+                               std::string_view field_selector = {});
 
   // Watches `path` from `resource_version` (bookmarks on, the server ends it after
   // `timeout_seconds`), calling `on_open` once the server has accepted it (HTTP 200) and

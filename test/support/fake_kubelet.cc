@@ -309,7 +309,10 @@ class FakeKubelet::Impl {
 
   bool SetPodResourcesUnreadable(bool unreadable) {
     std::lock_guard<std::mutex> lifecycle(lifecycle_mu_);
-    if (pod_resources_server_ == nullptr) return false;
+    if (pod_resources_server_ == nullptr) {
+      unreadable_ = unreadable;
+      return true;
+    }
     pod_resources_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
     pod_resources_server_.reset();
     RemoveFile(pod_resources_socket());

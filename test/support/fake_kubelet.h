@@ -160,7 +160,8 @@ class FakeKubelet {
   int pod_resources_list_calls() const;
   // From now on (across restarts too) every PodResources call is answered with bytes that are
   // not a protobuf message, as a broken or foreign server would (true), or served as usual
-  // (false). False when not started.
+  // (false). Takes effect at once when serving (false if the server cannot be restarted), else
+  // at the next Start().
   bool SetPodResourcesUnreadable(bool unreadable);
 
  private:

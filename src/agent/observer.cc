@@ -1,0 +1,150 @@
+#include "src/agent/observer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <utility>
+
+#include "gputopo/well_known.h"
+#include "src/agent/observed_gpus.h"
+#include "src/codec/k8s_json.h"
+#include "src/kube/watch_protocol.h"
+
+namespace gputopo::agent {
+
+Observer::Observer(ObserverOptions options, kube::KubeClient& kube,
+                   PodResourcesClient& pod_resources, MachineTopology topology,
+                   observability::MetricsRegistry& metrics)
+    : options_(std::move(options)),
+      kube_(kube),
+      pod_resources_(pod_resources),
+      topology_(std::move(topology)),
+      polls_(metrics.RegisterCounter("gputopo_agent_observe_passes_total",
+                                     "Observe passes (pods of this node, then PodResources), by "
+                                     "result.",
+                                     {"result"})),
+      writes_(metrics.RegisterCounter("gputopo_agent_observed_gpus_writes_total",
+                                      "gputopo.io/observed-gpus annotation writes, by result.",
+                                      {"result"})),
+      unmapped_pods_(metrics
+                         .RegisterGauge("gputopo_agent_unmapped_pods",
+                                        "Pods whose device IDs do not all map to GPUs (MIG, "
+                                        "unknown forms) in the latest pass.")
+                         .WithLabels({})),
+      ready_gauge_(metrics
+                       .RegisterGauge("gputopo_agent_ready",
+                                      "1 when the latest observe pass read both the API server "
+                                      "and PodResources.")
+                       .WithLabels({})) {}
+
+Observer::~Observer() { Stop(); }
+
+Result<std::vector<PodInfo>> Observer::PodsOnNode() {
+  kube::WatchProtocolParser parser;
+  codec::K8sDecoder decoder;
+  std::vector<PodInfo> pods;
+  std::string continue_token;
+  const std::string selector = "spec.nodeName=" + options_.node_name;
+  do {
+    Result<std::string> body =
+        kube_.ListPage("/api/v1/pods", options_.page_size, continue_token, selector);
+    if (!body.ok())
+      return body.status().WithContext("listing the pods of node " + options_.node_name);
+    Result<kube::ListPage> page = parser.ParseList(*body);
+    if (!page.ok()) return page.status().WithContext("reading the pod list");
+    continue_token = page->continue_token;
+    for (const std::string& item : page->items) {
+      Result<PodInfo> pod = decoder.DecodePod(item);
+      if (pod.ok()) pods.push_back(std::move(pod).value());  // others cannot be annotated
+    }
+  } while (!continue_token.empty());
+  return pods;
+}
+
+ObserverPass Observer::RunOnce() {
+  ObserverPass pass;
+  passes_.fetch_add(1);
+  Result<std::vector<PodInfo>> pods = PodsOnNode();
+  Result<std::vector<PodDeviceIds>> devices =
+      pods.ok() ? pod_resources_.List(options_.resource_name)
+                : Result<std::vector<PodDeviceIds>>(pods.status());
+  if (!pods.ok() || !devices.ok()) {
+    pass.status = pods.ok() ? devices.status() : pods.status();
+    polls_.WithLabels({pods.ok() ? "podresources_error" : "api_error"}).Inc();
+    if (ready_.exchange(false) || passes_.load() == 1) {
+      spdlog::warn("observe: not ready: {}", pass.status.message());
+    }
+    ready_gauge_.Set(0);
+    std::lock_guard<std::mutex> lock(mu_);
+    last_error_ = pass.status.message();
+    return pass;
+  }
+  polls_.WithLabels({"ok"}).Inc();
+  if (!ready_.exchange(true)) spdlog::info("observe: ready (node {})", options_.node_name);
+  ready_gauge_.Set(1);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_error_.clear();
+  }
+
+  pass.pods_listed = static_cast<int>(devices->size());
+  std::string problems;
+  for (const ObservedPod& observed : ObserveGpus(*pods, *devices, topology_)) {
+    for (const std::string& p : observed.problems) {
+      problems += (problems.empty() ? "" : "; ") + observed.pod.Key() + ": " + p;
+    }
+    if (observed.value.empty()) ++pass.unmapped;
+    if (!observed.needs_write) continue;
+    const Status written =
+        kube_.AnnotatePod(observed.pod, "", kAnnotationObservedGpus, observed.value);
+    if (written.ok()) {
+      ++pass.writes;
+      writes_.WithLabels({"ok"}).Inc();
+      spdlog::info("observe: pod {} holds GPUs {} (was \"{}\")", observed.pod.Key(), observed.value,
+                   observed.current);
+    } else {
+      ++pass.write_failures;
+      writes_.WithLabels({"error"}).Inc();
+      spdlog::warn("observe: writing {} on pod {}: {} (again at the next pass)",
+                   kAnnotationObservedGpus, observed.pod.Key(), written.message());
+    }
+  }
+  unmapped_pods_.Set(pass.unmapped);
+  // Problems persist from pass to pass; say them once, when they change.
+  if (problems != last_problems_) {
+    if (!problems.empty()) spdlog::warn("observe: device IDs not mapped: {}", problems);
+    last_problems_ = std::move(problems);
+  }
+  return pass;
+}
+
+void Observer::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (thread_.joinable()) return;
+  stop_ = false;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Observer::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    cv_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string Observer::last_error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_error_;
+}
+
+void Observer::Loop() {
+  for (;;) {
+    const auto started = std::chrono::steady_clock::now();
+    (void)RunOnce();
+    std::unique_lock<std::mutex> lock(mu_);
+    if (cv_.wait_until(lock, started + options_.period, [this] { return stop_; })) return;
+  }
+}
+
+}  // namespace gputopo::agent
