@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <utility>
 
 namespace gputopo::policies {
 
@@ -24,9 +25,36 @@ uint64_t EvaluationCache::ShapeId(std::string_view shape) {
 
 std::shared_ptr<const NodeEvaluation> EvaluationCache::Find(const NodeState& node,
                                                             GpuMask group_gpus, uint64_t shape_id) {
-  auto value = std::static_pointer_cast<const NodeEvaluation>(node.FindMemo(shape_id, group_gpus));
+  const AnswerKey key{node.version(), shape_id, group_gpus};
+  std::shared_ptr<const NodeEvaluation> value;
+  {
+    std::lock_guard<std::mutex> lock(answers_mutex_);
+    if (auto it = newer_.find(key); it != newer_.end()) {
+      value = it->second;
+    } else if (auto old = older_.find(key); old != older_.end()) {
+      value = old->second;
+    }
+  }
   (value ? hits_ : misses_).fetch_add(1, std::memory_order_relaxed);
   return value;
+}
+
+void EvaluationCache::Insert(const NodeState& node, GpuMask group_gpus, uint64_t shape_id,
+                             std::shared_ptr<const NodeEvaluation> evaluation) {
+  Answers retired;  // freed outside the lock
+  {
+    std::lock_guard<std::mutex> lock(answers_mutex_);
+    if (newer_.size() >= kNodeAnswers / 2) {
+      retired = std::exchange(older_, std::move(newer_));
+      newer_ = Answers();
+    }
+    newer_.insert_or_assign(AnswerKey{node.version(), shape_id, group_gpus}, std::move(evaluation));
+  }
+}
+
+size_t EvaluationCache::node_answers() const {
+  std::lock_guard<std::mutex> lock(answers_mutex_);
+  return newer_.size() + older_.size();
 }
 
 std::string_view EvaluationCache::TableGroup(const PodRequirements& pod) {
@@ -125,11 +153,6 @@ void ShapeTable::Compact() {
   }
   owned_ = std::move(fresh);
   owned_at_ = std::move(fresh_at);
-}
-
-void EvaluationCache::Insert(const NodeState& node, GpuMask group_gpus, uint64_t shape_id,
-                             std::shared_ptr<const NodeEvaluation> evaluation) {
-  node.StoreMemo(shape_id, group_gpus, std::move(evaluation));
 }
 
 }  // namespace gputopo::policies

@@ -5,9 +5,11 @@
 // on the node's state, the pod's requirements apart from its group (the "shape"), the preset,
 // and which GPUs of the node hold the pod's group. Two layers keep them:
 //
-// - Per node: in the NodeState they were computed from (NodeState::StoreMemo), keyed by shape
-//   and group GPUs. A rebuilt node is a new NodeState with an empty memo, so a cached answer is
-//   always exactly what evaluating again would give; memory is bounded by kMemoEntries per node.
+// - Per node state: answers keyed by (NodeState version, shape, group GPUs), so that tables of
+//   one shape share them (a new group's table, the base table, a bind evaluating its node).
+//   Versions are never reused, so a cached answer is always exactly what evaluating again would
+//   give. Two generations of at most kNodeAnswers/2 entries each: when the newer fills up, the
+//   older is dropped, so answers for node states that no longer exist age out.
 // - Per shape and group: a ShapeTable holds, for each node position of a snapshot's name index,
 //   the evaluation of that shape for a pod of that group (with the GPUs of the node holding the
 //   group, where it has any), tagged with the NodeState version it was computed on. A cycle
@@ -92,10 +94,12 @@ class EvaluationCache {
   // A small integer for `shape`, the same for equal shapes (interned; call once per cycle).
   uint64_t ShapeId(std::string_view shape);
 
+  static constexpr size_t kNodeAnswers = 1 << 16;
   std::shared_ptr<const NodeEvaluation> Find(const NodeState& node, GpuMask group_gpus,
                                              uint64_t shape_id);
   void Insert(const NodeState& node, GpuMask group_gpus, uint64_t shape_id,
               std::shared_ptr<const NodeEvaluation> evaluation);
+  size_t node_answers() const;  // entries in both generations
 
   // The table of `shape_id` for pods of `pod`'s group (TableGroup), made (and the least
   // recently used one dropped) when there is none. `pod` and `preset` are what its evaluations
@@ -136,6 +140,25 @@ class EvaluationCache {
   };
   std::vector<TableEntry> tables_;  // GUARDED_BY(shapes_mutex_), at most kShapeTables
   uint64_t uses_ = 0;               // GUARDED_BY(shapes_mutex_)
+  struct AnswerKey {
+    uint64_t version = 0;
+    uint64_t shape_id = 0;
+    GpuMask group_gpus = 0;
+    friend bool operator==(const AnswerKey&, const AnswerKey&) = default;
+  };
+  struct AnswerKeyHash {
+    size_t operator()(const AnswerKey& k) const {
+      uint64_t h = k.version * 0x9E3779B97F4A7C15ULL;
+      h ^= (k.shape_id + 0x7F4A7C15ULL) * 0xC2B2AE3D27D4EB4FULL;
+      h ^= k.group_gpus * 0x165667B19E3779F9ULL;
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
+  using Answers =
+      std::unordered_map<AnswerKey, std::shared_ptr<const NodeEvaluation>, AnswerKeyHash>;
+  mutable std::mutex answers_mutex_;
+  Answers newer_;  // GUARDED_BY(answers_mutex_)
+  Answers older_;  // GUARDED_BY(answers_mutex_)
   std::atomic<uint64_t> hits_{0};
   std::atomic<uint64_t> misses_{0};
 };

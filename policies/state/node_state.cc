@@ -62,39 +62,6 @@ int NodeState::gpu_free_milli(int index) const {
   return g.milli_used >= kWholeGpuMilli ? 0 : kWholeGpuMilli - g.milli_used;
 }
 
-namespace {
-
-// Holds a Memo's spin lock for a scope. The critical sections are a handful of loads and one
-// shared_ptr copy, so spinning (with a yield for the unlucky) beats a mutex here.
-class SpinGuard {
- public:
-  explicit SpinGuard(std::atomic_flag& flag) : flag_(flag) {
-    while (flag_.test_and_set(std::memory_order_acquire)) std::this_thread::yield();
-  }
-  ~SpinGuard() { flag_.clear(std::memory_order_release); }
-  SpinGuard(const SpinGuard&) = delete;
-  SpinGuard& operator=(const SpinGuard&) = delete;
-
- private:
-  std::atomic_flag& flag_;
-};
-
-}  // namespace
-
-std::shared_ptr<const void> NodeState::FindMemo(uint64_t key1, uint64_t key2) const {
-  SpinGuard guard(memo_->busy);
-  for (const Memo::Entry& e : memo_->entries) {
-    if (e.value != nullptr && e.key1 == key1 && e.key2 == key2) return e.value;
-  }
-  return nullptr;
-}
-
-void NodeState::StoreMemo(uint64_t key1, uint64_t key2, std::shared_ptr<const void> value) const {
-  SpinGuard guard(memo_->busy);
-  memo_->entries[memo_->next] = {key1, key2, std::move(value)};
-  memo_->next = (memo_->next + 1) % kMemoEntries;
-}
-
 GpuMask NodeState::GroupGpus(std::string_view group) const {
   return GroupGpus(group, std::hash<std::string_view>{}(group));
 }

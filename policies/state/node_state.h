@@ -13,8 +13,6 @@
 #ifndef GPUTOPO_POLICIES_STATE_NODE_STATE_H_
 #define GPUTOPO_POLICIES_STATE_NODE_STATE_H_
 
-#include <array>
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -113,14 +111,6 @@ class NodeState {
   // replicas, slot totals and each GPU's use. Equal signatures evaluate equally.
   const std::string& signature() const { return signature_; }
 
-  // A small memo of answers computed from this exact state (the evaluation cache keeps pod
-  // evaluations here): (key1, key2) -> value. It dies with the state, so it can never be stale.
-  // It keeps the last kMemoEntries answers stored, replacing the oldest. Thread-safe (a spin lock
-  // held for a few loads); the only mutable part of a NodeState, and invisible to its value.
-  static constexpr size_t kMemoEntries = 8;
-  std::shared_ptr<const void> FindMemo(uint64_t key1, uint64_t key2) const;
-  void StoreMemo(uint64_t key1, uint64_t key2, std::shared_ptr<const void> value) const;
-
   // The label gputopo writes for GPU `index` in gputopo.io/assigned-gpus: its UUID, or the index.
   std::string GpuLabel(int index) const;
   // Parses assigned-gpus entries (UUIDs or indices) into GPU indices; error names the bad entry.
@@ -144,17 +134,6 @@ class NodeState {
   };
   std::vector<GroupGpuMask> groups_;  // one per group with a pod on this node
   GroupFilter group_filter_;          // holds each group in groups_
-  struct Memo {
-    struct Entry {
-      uint64_t key1 = 0;
-      uint64_t key2 = 0;
-      std::shared_ptr<const void> value;
-    };
-    std::atomic_flag busy = ATOMIC_FLAG_INIT;  // spin lock over the fields below
-    std::array<Entry, kMemoEntries> entries;
-    size_t next = 0;  // the entry the next store replaces
-  };
-  std::unique_ptr<Memo> memo_ = std::make_unique<Memo>();
   std::string signature_;
 };
 

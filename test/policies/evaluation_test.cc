@@ -415,7 +415,7 @@ TEST(EvaluationCacheTest, ReusesEvaluationsAcrossCyclesUntilTheNodeChanges) {
   EXPECT_EQ(other.cache_hits(), 0u);
 }
 
-TEST(EvaluationCacheTest, KeepsAFewShapesPerNodeState) {
+TEST(EvaluationCacheTest, NodeAnswersAreKeyedByNodeVersionShapeAndGroupGpusAndBounded) {
   TestCluster cluster;
   cluster.Add(MakeNode().Name("n").Profile("dgx1").Replicas(2).Allocatable(16).Obj());
   EvaluationCache cache;
@@ -424,12 +424,20 @@ TEST(EvaluationCacheTest, KeepsAFewShapesPerNodeState) {
   EXPECT_NE(cache.ShapeId("other"), shape);
   auto node = cluster.Node("n");
   auto e = std::make_shared<const NodeEvaluation>();
-  for (uint64_t s = 0; s < 100; ++s) cache.Insert(*node, 0, s, e);
-  int found = 0;
-  for (uint64_t s = 0; s < 100; ++s) found += cache.Find(*node, 0, s) != nullptr ? 1 : 0;
-  EXPECT_EQ(found, static_cast<int>(NodeState::kMemoEntries));  // bounded per node
-  EXPECT_NE(cache.Find(*node, 0, 99), nullptr);                 // the newest survive
-  EXPECT_EQ(cache.Find(*node, 1, 99), nullptr);                 // group GPUs are part of the key
+  cache.Insert(*node, 0, shape, e);
+  EXPECT_EQ(cache.Find(*node, 0, shape), e);
+  EXPECT_EQ(cache.Find(*node, 1, shape), nullptr);  // group GPUs are part of the key
+  EXPECT_EQ(cache.Find(*node, 0, shape + 1), nullptr);
+  // A new state of the node is another key: never answered with the old state's evaluation.
+  cluster.Add(MakePod().Name("p").Gpus(1).OnNode("n").Assigned("0").Obj());
+  auto changed = cluster.Node("n");
+  ASSERT_NE(changed->version(), node->version());
+  EXPECT_EQ(cache.Find(*changed, 0, shape), nullptr);
+  // Bounded: after kNodeAnswers more answers, the first is gone, the newest are kept.
+  for (uint64_t s = 0; s < EvaluationCache::kNodeAnswers; ++s) cache.Insert(*changed, 0, s, e);
+  EXPECT_LE(cache.node_answers(), EvaluationCache::kNodeAnswers);
+  EXPECT_EQ(cache.Find(*node, 0, shape), nullptr);
+  EXPECT_EQ(cache.Find(*changed, 0, EvaluationCache::kNodeAnswers - 1), e);
 }
 
 }  // namespace
@@ -811,17 +819,6 @@ TEST(ShapeTableTest, ACycleKeepsItsEvaluationsAliveAfterTheCacheForgetsThem) {
   {
     PodEvaluator evaluator(req, cluster.preset(), cache.get());
     kept = evaluator.EvaluateAt(*snapshot, positions);
-  }
-  // Other shapes push this one out of the nodes' own memos (NodeState::kMemoEntries each).
-  for (int milli = 100; milli < 100 + 2 * static_cast<int>(NodeState::kMemoEntries); ++milli) {
-    const PodRequirements other =
-        *RequirementsOf(MakePod()
-                            .Name("o")
-                            .Gpus(2)
-                            .Annotation("gputopo.io/gpu-milli", std::to_string(milli))
-                            .Obj());
-    PodEvaluator shape(other, cluster.preset(), cache.get());
-    for (const auto& node : snapshot->nodes()) shape.Evaluate(*node);
   }
   // Many changes to n0 make the table drop what it held (compaction), then the cache goes.
   for (int i = 0; i < 200; ++i) {
