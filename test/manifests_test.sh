@@ -4,11 +4,21 @@
 #
 #   test/manifests_test.sh [--gputopo PATH]
 #
+#  0. Without kubectl (python3 with PyYAML, Debian's python3-yaml): manifests/agent's source
+#     files. The agent's RBAC grants exactly nodes get/patch, pods get/list/watch/patch and
+#     events create; its DaemonSets (observe, and enforce from the Component) mount exactly
+#     kubelet's socket directories (pod-resources read-only; device-plugins read-write in enforce
+#     only), take --node-name from spec.nodeName, reach NVML through the NVIDIA runtime, probe
+#     the --listen port, stay small and unprivileged, and differ only where enforce must; the
+#     enforce time-slicing ConfigMap equals manifests/device-plugin's; the
+#     ValidatingAdmissionPolicies match pods, pods/status, pods/binding and bindings and name
+#     both annotations and both service accounts.
 #  1. Every *.yaml under manifests/ parses as Kubernetes objects (kubectl annotate --local, which
 #     needs no API server, unlike create --dry-run=client).
 #  2. `kubectl kustomize` builds manifests/, manifests/variants/default-scheduler,
 #     manifests/examples and manifests/ with the Kubernetes 1.24 component enabled as its
-#     kustomization.yaml says, and the main build holds the expected kinds.
+#     kustomization.yaml says, manifests/agent with and without its enforce Component, and the
+#     builds hold the expected kinds.
 #  3. Semantics: the KubeSchedulerConfiguration in the ConfigMap (an API version and only fields
 #     that every kube-scheduler it is meant for knows, since decoding is strict: v1 from 1.25 for
 #     manifests/, v1beta3 for 1.24; the extender stanza; leader election), the 1.24 component
@@ -23,7 +33,7 @@
 #     `gputopo serve --snapshot` and filtered, as kube-scheduler would.
 #
 # Exit status: 0 pass, 1 failure (each one named on stderr), 77 skipped (no kubectl or python3;
-# register with SKIP_RETURN_CODE 77).
+# register with SKIP_RETURN_CODE 77). Without kubectl, 0 still runs: a failure there is 1.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,17 +46,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-kubectl=${KUBECTL:-kubectl}
-if ! command -v "$kubectl" >/dev/null 2>&1; then
-  echo "manifests_test: SKIP: kubectl not found (set KUBECTL=/path/to/kubectl)"
-  exit 77
-fi
 if ! command -v python3 >/dev/null 2>&1; then
   echo "manifests_test: SKIP: python3 not found"
   exit 77
 fi
-# Never talk to a cluster, whatever the environment says.
-export KUBECONFIG=/dev/null
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -55,6 +58,346 @@ fail() {
   echo "manifests_test: FAIL: $*" >&2
   failures=$((failures + 1))
 }
+
+# --- 0. manifests/agent, without kubectl (python3 and PyYAML: Debian's python3-yaml) ----------
+# The agent's source files as written (the enforce Component read from its folder): RBAC verbs
+# exactly, hostPath mounts, the DaemonSets' wiring, and the ValidatingAdmissionPolicies naming
+# both annotations and both service accounts. kubectl's rendering is checked in 2 and 3.
+agent_checked=no
+if [ -d "$root/manifests/agent" ]; then
+  if ! python3 -c 'import yaml' 2>/dev/null; then
+    echo "manifests_test: note: python3 has no yaml module (Debian: python3-yaml): manifests/agent source checks skipped"
+  else
+    agent_checked=yes
+    if ! python3 - "$root" <<'PY'
+import glob, json, os, re, sys
+
+import yaml
+
+root = sys.argv[1]
+adir = os.path.join(root, "manifests/agent")
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+
+
+def docs(path):
+    with open(path) as f:
+        return [d for d in yaml.safe_load_all(f) if d]
+
+
+objs = []
+for p in sorted(glob.glob(os.path.join(adir, "*.yaml")) + glob.glob(os.path.join(adir, "enforce/*.yaml"))):
+    if os.path.basename(p) != "kustomization.yaml":
+        for d in docs(p):
+            d["_file"] = os.path.relpath(p, root)
+            objs.append(d)
+
+
+def find(kind, name=None):
+    return [o for o in objs if o.get("kind") == kind and (name is None or o["metadata"]["name"] == name)]
+
+
+def one(kind, name):
+    f = find(kind, name)
+    if len(f) != 1:
+        fail(f"manifests/agent: expected one {kind} {name}, found {len(f)}")
+        return None
+    return f[0]
+
+
+def sa_user(path, what):
+    sas = [d for d in docs(os.path.join(root, path)) if d.get("kind") == "ServiceAccount"]
+    if len(sas) != 1:
+        fail(f"{path}: expected one ServiceAccount ({what})")
+        return None, None
+    m = sas[0]["metadata"]
+    return f"system:serviceaccount:{m.get('namespace')}:{m['name']}", m
+
+
+gputopo_user, _ = sa_user("manifests/serviceaccount.yaml", "gputopo's")
+agent_user, agent_sa = sa_user("manifests/agent/serviceaccount.yaml", "the agent's")
+agent_ns = agent_sa.get("namespace") if agent_sa else None
+
+# Every resource file is in the kustomization; the Component is offered commented out.
+with open(os.path.join(adir, "kustomization.yaml")) as f:
+    ktext = f.read()
+kust = yaml.safe_load(ktext)
+listed = set(kust.get("resources", []))
+present = {os.path.basename(p) for p in glob.glob(os.path.join(adir, "*.yaml"))} - {"kustomization.yaml"}
+if listed != present:
+    fail(f"manifests/agent/kustomization.yaml: resources {sorted(listed)} != the files {sorted(present)}")
+if not re.search(r"^# components:\n#   - enforce$", ktext, re.M):
+    fail("manifests/agent/kustomization.yaml: no commented-out 'components: [enforce]' to enable")
+with open(os.path.join(adir, "enforce/kustomization.yaml")) as f:
+    comp = yaml.safe_load(f)
+if comp.get("kind") != "Component" or set(comp.get("resources", [])) != {
+        os.path.basename(p) for p in glob.glob(os.path.join(adir, "enforce/*.yaml"))} - {"kustomization.yaml"}:
+    fail("manifests/agent/enforce: must be a kustomize Component listing each of its files")
+
+# Namespaces: the agent's own (privileged: hostPath and uid 0), everything in it.
+ns = one("Namespace", agent_ns or "gputopo-agent")
+if ns and ns["metadata"].get("labels", {}).get("pod-security.kubernetes.io/enforce") != "privileged":
+    fail(f"manifests/agent: Namespace {agent_ns} must enforce the privileged Pod Security level (hostPath volumes)")
+for o in objs:
+    if o["kind"] in ("Namespace", "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy",
+                     "ValidatingAdmissionPolicyBinding"):
+        continue
+    if o["metadata"].get("namespace") != agent_ns:
+        fail(f"{o['_file']}: {o['kind']} {o['metadata']['name']} is not in namespace {agent_ns}")
+
+# RBAC: exactly these verbs, nothing else, bound to the agent's service account.
+AGENT_RBAC = {("", "nodes"): {"get", "patch"},
+              ("", "pods"): {"get", "list", "watch", "patch"},
+              ("", "events"): {"create"}}
+crs = find("ClusterRole")
+if [c["metadata"]["name"] for c in crs] != ["gputopo-agent"] or find("Role"):
+    fail(f"manifests/agent: expected the one ClusterRole gputopo-agent and no Role, found {[c['metadata']['name'] for c in crs]}")
+for cr in crs:
+    g = {}
+    for rule in cr.get("rules", []):
+        if rule.get("resourceNames") or rule.get("nonResourceURLs"):
+            fail(f"manifests/agent: ClusterRole {cr['metadata']['name']}: unexpected {rule}")
+        for grp in rule.get("apiGroups", []):
+            for res in rule.get("resources", []):
+                g.setdefault((grp, res), set()).update(rule.get("verbs", []))
+    if g != AGENT_RBAC:
+        fail(f"manifests/agent: ClusterRole {cr['metadata']['name']} grants {sorted((k, sorted(v)) for k, v in g.items())}, "
+             f"expected exactly {sorted((k, sorted(v)) for k, v in AGENT_RBAC.items())}")
+    if "*" in json.dumps(cr.get("rules", [])):
+        fail("manifests/agent: the agent's ClusterRole uses a wildcard")
+crbs = find("ClusterRoleBinding")
+if len(crbs) != 1 or crbs[0]["roleRef"].get("name") != "gputopo-agent" or crbs[0].get("subjects") != [
+        {"kind": "ServiceAccount", "name": agent_sa and agent_sa["name"], "namespace": agent_ns}]:
+    fail("manifests/agent: ClusterRole gputopo-agent must be bound to the agent's service account, and only to it")
+
+# The DaemonSets.
+TS_PATH = "manifests/device-plugin/time-slicing-config.yaml"
+
+
+def flag(args, name):
+    for i, a in enumerate(args):
+        if a == name and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith(name + "="):
+            return a[len(name) + 1:]
+    return None
+
+
+def check_daemonset(ds, mode):
+    where = f"{ds['_file']}: DaemonSet {ds['metadata']['name']}"
+    spec = ds["spec"]["template"]["spec"]
+    if spec.get("serviceAccountName") != (agent_sa and agent_sa["name"]):
+        fail(f"{where}: serviceAccountName must be the agent's service account")
+    if spec.get("priorityClassName") != "system-node-critical":
+        fail(f"{where}: priorityClassName must be system-node-critical")
+    if spec.get("hostNetwork") or spec.get("hostPID") or spec.get("hostIPC"):
+        fail(f"{where}: needs no host network, PID or IPC namespace")
+    terms = spec.get("affinity", {}).get("nodeAffinity", {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms", [])
+    exprs = [{(e["key"], e["operator"], tuple(e.get("values", []))) for e in t.get("matchExpressions", [])} for t in terms]
+    want_mode = ("gputopo.io/agent-mode", "In" if mode == "enforce" else "NotIn", ("enforce",))
+    if not exprs or not all({("nvidia.com/gpu.present", "In", ("true",)), want_mode} <= e for e in exprs):
+        fail(f"{where}: every node affinity term must require nvidia.com/gpu.present=true and {want_mode[0]} {want_mode[1]} [enforce]")
+    if not any(t.get("key") == "nvidia.com/gpu" and t.get("operator") == "Exists" and not t.get("effect")
+               for t in spec.get("tolerations", [])):
+        fail(f"{where}: must tolerate nvidia.com/gpu taints (key nvidia.com/gpu, operator Exists, any effect)")
+    ctrs = spec.get("containers", [])
+    if len(ctrs) != 1:
+        fail(f"{where}: expected one container")
+        return None
+    c = ctrs[0]
+    args = c.get("args", [])
+    i = args.index("agent") if "agent" in args else -1
+    if i < 0 or args[i:i + 2] != ["agent", "run"]:
+        fail(f"{where}: args must run `gputopo agent run`, got {args}")
+    if flag(args, "--mode") != mode:
+        fail(f"{where}: --mode must be {mode}, got {flag(args, '--mode')}")
+    node = flag(args, "--node-name") or ""
+    m = re.fullmatch(r"\$\((\w+)\)", node)
+    env = {e["name"]: e for e in c.get("env", [])}
+    if not m or env.get(m.group(1), {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") != "spec.nodeName":
+        fail(f"{where}: --node-name must come from the downward API (spec.nodeName), got {node!r}")
+    nvidia_runtime = spec.get("runtimeClassName") == "nvidia" or env.get("NVIDIA_VISIBLE_DEVICES", {}).get("value") == "all"
+    if not nvidia_runtime or "utility" not in env.get("NVIDIA_DRIVER_CAPABILITIES", {}).get("value", "").split(","):
+        fail(f"{where}: NVML needs the NVIDIA runtime (runtimeClassName nvidia / NVIDIA_VISIBLE_DEVICES=all) "
+             f"and NVIDIA_DRIVER_CAPABILITIES with utility")
+    lport = (flag(args, "--listen") or "").rpartition(":")[2]
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        g = c.get(probe, {}).get("httpGet", {})
+        if g.get("path") != path or str(g.get("port")) != lport:
+            fail(f"{where}: {probe} must be httpGet {path} on the --listen port {lport!r}, got {g}")
+    res = c.get("resources", {})
+    if res.get("requests", {}).get("memory") != "32Mi" or res.get("limits", {}).get("memory") not in ("64Mi", "96Mi", "128Mi"):
+        fail(f"{where}: memory must be small (request 32Mi, limit 128Mi or less), got {res}")
+    sc = c.get("securityContext", {})
+    if sc.get("readOnlyRootFilesystem") is not True or sc.get("allowPrivilegeEscalation") is not False \
+            or sc.get("privileged") or "ALL" not in sc.get("capabilities", {}).get("drop", []) \
+            or sc.get("capabilities", {}).get("add"):
+        fail(f"{where}: securityContext must be readOnlyRootFilesystem, no privilege escalation, not privileged, drop ALL, add none")
+    # hostPath: exactly kubelet's socket directories under --kubelet-dir, mounted at the same path.
+    kdir = (flag(args, "--kubelet-dir") or "/var/lib/kubelet").rstrip("/")
+    want = {f"{kdir}/pod-resources": True}
+    if mode == "enforce":
+        want[f"{kdir}/device-plugins"] = False
+    vols = {v["name"]: v for v in spec.get("volumes", [])}
+    host = {}
+    for vm in c.get("volumeMounts", []):
+        v = vols.get(vm["name"], {})
+        if "hostPath" in v:
+            if v["hostPath"].get("path") != vm["mountPath"] or v["hostPath"].get("type") != "Directory":
+                fail(f"{where}: hostPath {v['hostPath']} must be a Directory mounted at its own path, got {vm['mountPath']}")
+            host[v["hostPath"]["path"]] = bool(vm.get("readOnly"))
+    if any("hostPath" in v for v in vols.values()) and len(host) != len([v for v in vols.values() if "hostPath" in v]):
+        fail(f"{where}: a hostPath volume is not mounted")
+    if host != want:
+        fail(f"{where}: hostPath mounts (path: read-only) must be exactly {want}, got {host}")
+    if ds["spec"]["template"]["metadata"].get("labels") != ds["spec"]["selector"].get("matchLabels"):
+        fail(f"{where}: the pod labels must equal the selector")
+    return c
+
+
+observe = one("DaemonSet", "gputopo-agent")
+enforce = one("DaemonSet", "gputopo-agent-enforce")
+if observe:
+    if observe["_file"] != "manifests/agent/daemonset.yaml":
+        fail("manifests/agent: the observe DaemonSet belongs in daemonset.yaml")
+    check_daemonset(observe, "observe")
+if enforce:
+    if not enforce["_file"].startswith("manifests/agent/enforce/"):
+        fail("manifests/agent: the enforce DaemonSet belongs in the Component enforce/")
+    c = check_daemonset(enforce, "enforce")
+    if c:
+        args = c.get("args", [])
+        if not flag(args, "--trusted-schedulers"):
+            fail(f"{enforce['_file']}: --trusted-schedulers must be given (README.md, the default-scheduler variant)")
+        ts = flag(args, "--time-slicing-config")
+        if ts and flag(args, "--replicas"):
+            fail(f"{enforce['_file']}: --replicas and --time-slicing-config exclude each other")
+        if ts:
+            spec = enforce["spec"]["template"]["spec"]
+            vm = next((m for m in c.get("volumeMounts", []) if ts.startswith(m["mountPath"].rstrip("/") + "/")), None)
+            vol = next((v for v in spec.get("volumes", []) if vm and v["name"] == vm["name"]), {})
+            rel = ts[len(vm["mountPath"].rstrip("/")) + 1:] if vm else None
+            cmname = vol.get("configMap", {}).get("name")
+            key = next((i["key"] for i in vol.get("configMap", {}).get("items", []) if i["path"] == rel), None)
+            cm = one("ConfigMap", cmname) if cmname else None
+            theirs = [d for d in docs(os.path.join(root, TS_PATH)) if d.get("kind") == "ConfigMap"]
+            if not cm or key not in cm.get("data", {}):
+                fail(f"{enforce['_file']}: --time-slicing-config={ts} is not a key of a ConfigMap of the Component")
+            elif len(theirs) != 1 or theirs[0].get("data") != cm.get("data"):
+                fail(f"{cm['_file']}: its data must equal {TS_PATH}'s (one time-slicing configuration)")
+    # Alike but for what enforce needs: the same pod otherwise.
+    if observe:
+        def norm(ds):
+            d = json.loads(json.dumps(ds))
+            d.pop("_file")
+            d["metadata"]["name"] = "X"
+            for labels in (d["metadata"]["labels"], d["spec"]["selector"]["matchLabels"],
+                           d["spec"]["template"]["metadata"]["labels"]):
+                labels.pop("app.kubernetes.io/instance", None)
+            spec = d["spec"]["template"]["spec"]
+            for t in spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]:
+                t["matchExpressions"] = [e for e in t["matchExpressions"] if e["key"] != "gputopo.io/agent-mode"]
+            c = spec["containers"][0]
+            c["args"] = [a for a in c["args"] if not re.match(r"--(mode|time-slicing-config|replicas|trusted-schedulers)\b", a)]
+            extra = {"device-plugins", "time-slicing"}
+            c["volumeMounts"] = [m for m in c["volumeMounts"] if m["name"] not in extra]
+            spec["volumes"] = [v for v in spec["volumes"] if v["name"] not in extra]
+            return d
+        if norm(observe) != norm(enforce):
+            fail("manifests/agent: the enforce DaemonSet differs from the observe one in more than its name, "
+                 "instance label, agent-mode affinity, mode flags and the device-plugins/time-slicing volumes")
+        if observe["spec"]["selector"] == enforce["spec"]["selector"]:
+            fail("manifests/agent: the observe and enforce DaemonSets must not share a selector")
+
+# The ValidatingAdmissionPolicies and their bindings.
+ASSIGNED, OBSERVED = "gputopo.io/assigned-gpus", "gputopo.io/observed-gpus"
+vaps = find("ValidatingAdmissionPolicy")
+vapbs = find("ValidatingAdmissionPolicyBinding")
+for o in vaps + vapbs:
+    if o.get("apiVersion") != "admissionregistration.k8s.io/v1":
+        fail(f"{o['_file']}: {o['kind']} {o['metadata']['name']} must be admissionregistration.k8s.io/v1 (GA in 1.30)")
+for p in vaps:
+    name = p["metadata"]["name"]
+    if p["spec"].get("failurePolicy") != "Fail":
+        fail(f"{p['_file']}: policy {name}: failurePolicy must be Fail")
+    if not any(b["spec"].get("policyName") == name and "Deny" in b["spec"].get("validationActions", []) for b in vapbs):
+        fail(f"{p['_file']}: policy {name} has no binding with validationActions [Deny]")
+    if not p["spec"].get("validations"):
+        fail(f"{p['_file']}: policy {name} validates nothing")
+
+
+def text_of(p):
+    s = p["spec"]
+    return "\n".join([v["expression"] for v in s.get("variables", []) + s.get("validations", []) + s.get("matchConditions", [])])
+
+
+def rules_of(p):
+    out = set()
+    for r in p["spec"].get("matchConstraints", {}).get("resourceRules", []):
+        for res in r.get("resources", []):
+            for op in r.get("operations", []):
+                out.add((tuple(r.get("apiGroups", [])), res, op))
+    return out
+
+
+guard = one("ValidatingAdmissionPolicy", "gputopo-gpu-annotations")
+if guard:
+    t = text_of(guard)
+    for s in (ASSIGNED, OBSERVED, gputopo_user, agent_user, "has(object.metadata.annotations)", "oldObject != null"):
+        if s and s not in t:
+            fail(f"{guard['_file']}: gputopo-gpu-annotations does not name {s!r}")
+    need = {(("",), "pods", "CREATE"), (("",), "pods", "UPDATE"), (("",), "pods/status", "UPDATE"),
+            (("",), "pods/binding", "CREATE"), (("",), "bindings", "CREATE")}
+    if not need <= rules_of(guard):
+        fail(f"{guard['_file']}: gputopo-gpu-annotations must match {sorted(need - rules_of(guard))} too "
+             "(the annotations reach a pod through each)")
+    if guard["spec"].get("matchConditions"):
+        fail(f"{guard['_file']}: gputopo-gpu-annotations must apply to every request (no matchConditions)")
+for name, res, key in (("gputopo-agent-pods", "pods", OBSERVED), ("gputopo-agent-nodes", "nodes", "gputopo.io/topology")):
+    p = one("ValidatingAdmissionPolicy", name)
+    if not p:
+        continue
+    mc = " ".join(m["expression"] for m in p["spec"].get("matchConditions", []))
+    if not agent_user or f"'{agent_user}'" not in mc:
+        fail(f"{p['_file']}: {name} must match the agent's requests only ({agent_user})")
+    if (("",), res, "UPDATE") not in rules_of(p):
+        fail(f"{p['_file']}: {name} must match {res} UPDATE")
+    if key not in text_of(p) or "authentication.kubernetes.io/node-name" not in text_of(p):
+        fail(f"{p['_file']}: {name} must limit the agent to {key} and to its own node")
+
+# The image carries the project version, as the scheduler's does.
+with open(os.path.join(root, "CMakeLists.txt")) as f:
+    m = re.search(r"project\(gputopo\s+VERSION\s+([0-9.]+)", f.read())
+for ds in (observe, enforce):
+    for c in (ds or {}).get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
+        if m and not str(c.get("image")).endswith(":" + m.group(1)):
+            fail(f"{ds['_file']}: image {c.get('image')!r} does not carry the project version {m.group(1)}")
+
+for msg in failures:
+    print(f"manifests_test: FAIL: {msg}", file=sys.stderr)
+sys.exit(1 if failures else 0)
+PY
+    then
+      failures=$((failures + 1))
+    fi
+  fi
+fi
+
+kubectl=${KUBECTL:-kubectl}
+if ! command -v "$kubectl" >/dev/null 2>&1; then
+  if [ "$failures" -ne 0 ]; then
+    echo "manifests_test: FAILED (manifests/agent source checks; kubectl not found for the rest)" >&2
+    exit 1
+  fi
+  echo "manifests_test: SKIP: kubectl not found (set KUBECTL=/path/to/kubectl); manifests/agent source checks: $agent_checked"
+  exit 77
+fi
+# Never talk to a cluster, whatever the environment says.
+export KUBECONFIG=/dev/null
 
 # --- 1. every YAML file parses ---------------------------------------------------------------
 mapfile -t files < <(cd "$root" && find manifests -type f \( -name '*.yaml' -o -name '*.yml' \) | sort)
@@ -111,6 +454,30 @@ if [ -f "$root/manifests/$component/kustomization.yaml" ]; then
     if ! "$kubectl" kustomize "$tmp/manifests-1.24" > "$tmp/kube124.yaml" 2>"$tmp/err"; then
       fail "kubectl kustomize manifests/ with $component: $(tr '\n' ' ' < "$tmp/err")"
       : > "$tmp/kube124.yaml"
+    fi
+  fi
+fi
+
+# The node agent: manifests/agent/, and with its enforce Component enabled as its
+# kustomization.yaml says (uncomment `components:`), in a copy.
+: > "$tmp/agent.yaml"
+: > "$tmp/agent-enforce.yaml"
+if [ -f "$root/manifests/agent/kustomization.yaml" ]; then
+  build manifests/agent "$tmp/agent.yaml"
+  for kind in Namespace ServiceAccount ClusterRole ClusterRoleBinding DaemonSet \
+              ValidatingAdmissionPolicy ValidatingAdmissionPolicyBinding; do
+    grep -q "^kind: $kind\$" "$tmp/agent.yaml" || fail "kubectl kustomize manifests/agent has no $kind"
+  done
+  cp -r "$root/manifests/agent" "$tmp/agent-enforce"
+  sed -i -e 's|^# components:$|components:|' -e 's|^#   - enforce$|  - enforce|' \
+    "$tmp/agent-enforce/kustomization.yaml"
+  if ! grep -q '^  - enforce$' "$tmp/agent-enforce/kustomization.yaml"; then
+    fail "manifests/agent/kustomization.yaml has no commented-out 'components: [enforce]' to enable"
+  else
+    built=$((built + 1))
+    if ! "$kubectl" kustomize "$tmp/agent-enforce" > "$tmp/agent-enforce.yaml" 2>"$tmp/err"; then
+      fail "kubectl kustomize manifests/agent with enforce: $(tr '\n' ' ' < "$tmp/err")"
+      : > "$tmp/agent-enforce.yaml"
     fi
   fi
 fi
@@ -608,6 +975,39 @@ if os.path.isdir(os.path.join(root, "manifests/variants/kube-1.24")):
         if [image_minor(i) for i in imgs] != [OLDEST_MINOR]:
             fail(f"{where}: the kube-scheduler image must be 1.{OLDEST_MINOR}'s, got {imgs}")
 
+# ---------------------------------------------------------------- the node agent, as built
+# (its source files are checked in 0, without kubectl): the objects kubectl renders, the
+# Component adding exactly the enforce DaemonSet and its ConfigMap, the common label.
+if os.path.isdir(os.path.join(root, "manifests/agent")):
+    where = "manifests/agent"
+    agent = list_from(os.path.join(tmp, "agent.yaml"))
+    agent_enf = list_from(os.path.join(tmp, "agent-enforce.yaml"))
+
+    def keyed(objs):
+        return {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in objs}
+
+    a, e = keyed(agent), keyed(agent_enf)
+    if not agent or not agent_enf:
+        fail(f"{where}: does not build (with and without the enforce Component)")
+    else:
+        added = sorted(set(e) - set(a))
+        if set(a) - set(e) or any(a[k] != e[k] for k in a) or [k[0] for k in added] != ["ConfigMap", "DaemonSet"]:
+            fail(f"{where}: the enforce Component must add one DaemonSet and one ConfigMap and change nothing, added {added}")
+        for o in agent_enf:
+            if o["metadata"].get("labels", {}).get("app.kubernetes.io/part-of") != "gputopo":
+                fail(f"{where}: {o['kind']} {o['metadata']['name']} lacks the label app.kubernetes.io/part-of=gputopo")
+        for d in find(agent_enf, "DaemonSet"):
+            sa = d["spec"]["template"]["spec"].get("serviceAccountName")
+            if not find(agent_enf, "ServiceAccount", sa, d["metadata"]["namespace"]):
+                fail(f"{where}: DaemonSet {d['metadata']['name']}: service account {sa!r} is not defined in its namespace")
+            for v in d["spec"]["template"]["spec"].get("volumes", []):
+                cmn = v.get("configMap", {}).get("name")
+                if cmn and not find(agent_enf, "ConfigMap", cmn, d["metadata"]["namespace"]):
+                    fail(f"{where}: DaemonSet {d['metadata']['name']} mounts ConfigMap {cmn!r}, not in its namespace")
+        for b in find(agent_enf, "ValidatingAdmissionPolicyBinding"):
+            if not find(agent_enf, "ValidatingAdmissionPolicy", b["spec"].get("policyName")):
+                fail(f"{where}: binding {b['metadata']['name']} names no policy of manifests/agent")
+
 # ---------------------------------------------------------------- device plugin
 ts = [o for o in load_all("manifests/device-plugin/*.yaml") if o.get("kind") == "ConfigMap"]
 if not ts:
@@ -712,6 +1112,9 @@ version = m.group(1) if m else None
 images = [c.get("image") for o in ([dep] if dep else []) for c in o["spec"]["template"]["spec"]["containers"] if c["name"] == "gputopo"]
 images += [c.get("image") for o in load_all("manifests/variants/default-scheduler/**/*.yaml") if o.get("kind") == "Pod"
            for c in o["spec"].get("containers", []) if c["name"] == "gputopo"]
+if os.path.isdir(os.path.join(root, "manifests/agent")):
+    images += [c.get("image") for d in find(list_from(os.path.join(tmp, "agent-enforce.yaml")), "DaemonSet")
+               for c in d["spec"]["template"]["spec"].get("containers", [])]
 for img in images:
     if version and img != f"gputopo:{version}" and not img.endswith(f":{version}"):
         fail(f"manifests/: image {img!r} does not carry the project version {version}")
