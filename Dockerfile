@@ -26,11 +26,14 @@ FROM debian:12-slim
 #   libcpp-httplib.so.0.11 libcpp-httplib0.11 | libssl.so.3, libcrypto.so.3 libssl3
 #   libbrotlienc/dec/common.so.1 libbrotli1 | libz.so.1 zlib1g | libcurl.so.4 libcurl4
 #   libyaml-cpp.so.0.7 libyaml-cpp0.7 (kubeconfig files) | libstdc++6, libgcc-s1, libc6 (base)
+#   libgrpc++.so.1.51 libgrpc++1.51 | libgrpc.so.29 libgrpc29 (pulls libabsl, c-ares, re2, upb)
+#   | libprotobuf.so.32 libprotobuf32 (the agent's kubelet APIs)
 # ca-certificates: for an API server whose kubeconfig relies on the system trust store.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libsimdjson14 libspdlog1.10 libfmt9 libcpp-httplib0.11 libssl3 libbrotli1 zlib1g \
-      libcurl4 libyaml-cpp0.7 libstdc++6 libgcc-s1 ca-certificates \
+      libcurl4 libyaml-cpp0.7 libgrpc++1.51 libgrpc29 libprotobuf32 libstdc++6 libgcc-s1 \
+      ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/ /
 # Fail the build, naming the library, if the binary links something not installed above.

@@ -12,15 +12,16 @@
 namespace gputopo::agent {
 
 Observer::Observer(ObserverOptions options, kube::KubeClient& kube,
-                   PodResourcesClient& pod_resources, MachineTopology topology,
+                   PodResourcesClient& pod_resources, MachineTopology topology, const Clock& clock,
                    observability::MetricsRegistry& metrics)
     : options_(std::move(options)),
       kube_(kube),
       pod_resources_(pod_resources),
       topology_(std::move(topology)),
+      clock_(clock),
       polls_(metrics.RegisterCounter("gputopo_agent_observe_passes_total",
-                                     "Observe passes (pods of this node, then PodResources), by "
-                                     "result.",
+                                     "Observe passes (PodResources, then this node's pods when "
+                                     "it changed), by result.",
                                      {"result"})),
       writes_(metrics.RegisterCounter("gputopo_agent_observed_gpus_writes_total",
                                       "gputopo.io/observed-gpus annotation writes, by result.",
@@ -63,13 +64,21 @@ Result<std::vector<PodInfo>> Observer::PodsOnNode() {
 ObserverPass Observer::RunOnce() {
   ObserverPass pass;
   passes_.fetch_add(1);
-  Result<std::vector<PodInfo>> pods = PodsOnNode();
-  Result<std::vector<PodDeviceIds>> devices =
-      pods.ok() ? pod_resources_.List(options_.resource_name)
-                : Result<std::vector<PodDeviceIds>>(pods.status());
+  Result<std::vector<PodDeviceIds>> devices = pod_resources_.List(options_.resource_name);
+  const auto now = clock_.MonotonicNow();
+  const bool unchanged =
+      devices.ok() && settled_ && *settled_ == *devices && now - settled_at_ < options_.resync;
+  if (unchanged) {
+    polls_.WithLabels({"unchanged"}).Inc();
+    pass.pods_listed = static_cast<int>(devices->size());
+    return pass;  // ready as before: the pods were listed and annotated for this very answer
+  }
+  Result<std::vector<PodInfo>> pods =
+      devices.ok() ? PodsOnNode() : Result<std::vector<PodInfo>>(devices.status());
   if (!pods.ok() || !devices.ok()) {
-    pass.status = pods.ok() ? devices.status() : pods.status();
-    polls_.WithLabels({pods.ok() ? "podresources_error" : "api_error"}).Inc();
+    pass.status = devices.ok() ? pods.status() : devices.status();
+    polls_.WithLabels({devices.ok() ? "api_error" : "podresources_error"}).Inc();
+    settled_.reset();
     if (ready_.exchange(false) || passes_.load() == 1) {
       spdlog::warn("observe: not ready: {}", pass.status.message());
     }
@@ -78,6 +87,7 @@ ObserverPass Observer::RunOnce() {
     last_error_ = pass.status.message();
     return pass;
   }
+  pass.listed_pods = true;
   polls_.WithLabels({"ok"}).Inc();
   if (!ready_.exchange(true)) spdlog::info("observe: ready (node {})", options_.node_name);
   ready_gauge_.Set(1);
@@ -109,6 +119,12 @@ ObserverPass Observer::RunOnce() {
     }
   }
   unmapped_pods_.Set(pass.unmapped);
+  if (pass.write_failures == 0) {
+    settled_ = *std::move(devices);
+    settled_at_ = now;
+  } else {
+    settled_.reset();  // the writes owed are tried again at the next pass
+  }
   // Problems persist from pass to pass; say them once, when they change.
   if (problems != last_problems_) {
     if (!problems.empty()) spdlog::warn("observe: device IDs not mapped: {}", problems);

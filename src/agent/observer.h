@@ -1,12 +1,14 @@
 // Observer: the node agent's observe mode, PodResources side. It changes nothing on the node; it
 // tells the cluster which GPUs each pod really holds.
 //
-// Each pass: the pods bound to this node (one list from the API server, field selector
-// spec.nodeName), kubelet's PodResources List for the resource, ObserveGpus(), then a write of
-// gputopo.io/observed-gpus on each pod whose value changed (a merge patch guarded by the pod's
-// uid, so a re-created pod of the same name is never annotated with its predecessor's GPUs). A
-// failed pass or write is simply done again at the next pass: nothing is lost. Passes run at
-// most once per `period`, so PodResources is asked at most once per period.
+// Each pass: kubelet's PodResources List for the resource; then, when that answer changed since
+// the last complete pass (or a write is owed, or `resync` has passed), the pods bound to this
+// node (one list from the API server, field selector spec.nodeName), ObserveGpus(), and a write
+// of gputopo.io/observed-gpus on each pod whose value changed (a merge patch guarded by the
+// pod's uid, so a re-created pod of the same name is never annotated with its predecessor's
+// GPUs). So the API server sees one list per node per `resync` when nothing moves, not one per
+// second. A failed pass or write is simply done again at the next pass: nothing is lost.
+// Passes run at most once per `period`, so PodResources is asked at most once per period.
 //
 // Ready (for /readyz) once a pass has succeeded, and while the latest one did: both the API
 // server and PodResources answered.
@@ -21,9 +23,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "gputopo/clock.h"
 #include "gputopo/machine_topology.h"
 #include "gputopo/status.h"
 #include "src/agent/pod_resources_client.h"
@@ -37,24 +42,28 @@ struct ObserverOptions {
   std::string resource_name = "nvidia.com/gpu";
   // The shortest time between two passes (PodResources polls at most once per period).
   std::chrono::milliseconds period{1000};
+  // How long an unchanged PodResources answer goes without the pods being listed again (to
+  // catch annotations changed by someone else).
+  std::chrono::milliseconds resync{60000};
   int page_size = 500;  // pods per list page
 };
 
 // What one pass did.
 struct ObserverPass {
-  Status status;        // OK when both lists were read
-  int pods_listed = 0;  // PodResources pods holding the resource
-  int writes = 0;       // annotations written
+  Status status;             // OK when both lists were read
+  int pods_listed = 0;       // PodResources pods holding the resource
+  bool listed_pods = false;  // the API server was asked (the answer changed, or a resync)
+  int writes = 0;            // annotations written
   int write_failures = 0;
   int unmapped = 0;  // pods left without a value (device IDs that do not map)
 };
 
 class Observer {
  public:
-  // `kube`, `pod_resources` and `metrics` must outlive the observer. `topology` is this node's
-  // discovered topology (index device IDs map through it; it may be empty).
+  // `kube`, `pod_resources`, `clock` and `metrics` must outlive the observer. `topology` is this
+  // node's discovered topology (index device IDs map through it; it may be empty).
   Observer(ObserverOptions options, kube::KubeClient& kube, PodResourcesClient& pod_resources,
-           MachineTopology topology, observability::MetricsRegistry& metrics);
+           MachineTopology topology, const Clock& clock, observability::MetricsRegistry& metrics);
   ~Observer();  // Stop()s
   Observer(const Observer&) = delete;
   Observer& operator=(const Observer&) = delete;
@@ -77,6 +86,7 @@ class Observer {
   kube::KubeClient& kube_;
   PodResourcesClient& pod_resources_;
   const MachineTopology topology_;
+  const Clock& clock_;
   observability::CounterFamily& polls_;
   observability::CounterFamily& writes_;
   observability::Gauge& unmapped_pods_;
@@ -84,7 +94,11 @@ class Observer {
 
   std::atomic<bool> ready_{false};
   std::atomic<uint64_t> passes_{0};
-  std::string last_problems_;  // only touched by RunOnce: the problems logged last
+  // Only touched by RunOnce:
+  std::string last_problems_;  // the problems logged last
+  // PodResources' answer at the last pass that listed the pods and owed no write afterwards.
+  std::optional<std::vector<PodDeviceIds>> settled_;
+  std::chrono::steady_clock::time_point settled_at_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -7,6 +7,7 @@
 //   gputopo topology import < topo.txt                 nvidia-smi topo -m -> topology document
 //   gputopo topology profiles                          list the shipped machine profiles
 //   gputopo agent discover                             print this node's topology document
+//   gputopo agent run --node-name NAME                 the node agent (observe mode)
 //
 // main is the only place that reads flags, installs signal handling and configures logging.
 #include <curl/curl.h>
@@ -24,6 +25,7 @@
 #include <sstream>
 #include <thread>
 
+#include "src/agent/agent_server.h"
 #include "src/agent/topology_discovery.h"
 #include "src/app/app.h"
 #include "src/app/demo.h"
@@ -191,6 +193,52 @@ int RunAgentDiscover(const agent::DiscoveryOptions& options) {
   return 0;
 }
 
+int RunAgent(agent::AgentOptions options, const std::string& mode, const std::string& listen,
+             const std::string& kubeconfig) {
+  if (mode != "observe") {
+    std::cerr << "gputopo: agent run: --mode " << mode << " is not available yet (observe only)\n";
+    return 2;
+  }
+  if (Status s = ParseListen("--listen", listen, options.listen_host, options.listen_port);
+      !s.ok()) {
+    std::cerr << "gputopo: " << s.message() << "\n";
+    return 2;
+  }
+  const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
+  const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
+  Result<kube::KubeConfig> config = kubeconfig.empty()
+                                        ? kube::InClusterConfig(host ? host : "", port ? port : "")
+                                        : kube::LoadKubeconfig(kubeconfig);
+  if (!config.ok()) {
+    std::cerr << "gputopo: " << config.status().message() << "\n";
+    return 2;
+  }
+  SystemClock clock;
+  Result<std::unique_ptr<agent::AgentServer>> created =
+      agent::AgentServer::Create(std::move(options), std::move(config).value(), clock);
+  if (!created.ok()) {
+    std::cerr << "gputopo: agent run: " << created.status().message() << "\n";
+    return 2;
+  }
+  agent::AgentServer& server = **created;
+  std::thread signal_thread([&server] {
+    const sigset_t signals = StopSignals();
+    int received = 0;
+    sigwait(&signals, &received);
+    spdlog::info("{} received: stopping the agent", received == SIGTERM ? "SIGTERM" : "SIGINT");
+    server.RequestStop();
+  });
+  signal_thread.detach();
+  if (Status s = server.Start(); !s.ok()) {
+    spdlog::error("agent: cannot start: {}", s.ToString());
+    return 2;
+  }
+  server.Wait();
+  spdlog::info("agent stopped");
+  spdlog::default_logger()->flush();
+  return 0;
+}
+
 int RunListProfiles() {
   topology::ShapeInterner interner;
   topology::ProfileCatalog catalog(interner);
@@ -347,6 +395,29 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   discover->add_option("--replicas", discovery.replicas, "time-slice replicas per GPU to record")
       ->check(CLI::Range(1, kMaxReplicasPerGpu));
+  CLI::App* agent_run = agent_cmd->add_subcommand(
+      "run", "the node agent: observe which GPUs kubelet gave each pod (gputopo.io/observed-gpus)");
+  agent::AgentOptions agent_options;
+  std::string agent_mode = "observe";
+  std::string agent_listen = "0.0.0.0:9400";
+  std::string agent_kubeconfig;
+  agent_run->add_option("--node-name", agent_options.node_name, "this node (spec.nodeName)")
+      ->required();
+  agent_run
+      ->add_option("--kubeconfig", agent_kubeconfig,
+                   "kubeconfig file; default: the in-cluster service account")
+      ->check(CLI::ExistingFile);
+  agent_run->add_option("--mode", agent_mode, "observe (enforce: not yet)")->capture_default_str();
+  agent_run->add_option("--kubelet-dir", agent_options.kubelet_dir, "kubelet's root directory")
+      ->capture_default_str();
+  agent_run->add_option("--resource-name", agent_options.resource_name, "the extended resource")
+      ->capture_default_str();
+  agent_run->add_option("--listen", agent_listen, "HOST:PORT for /healthz, /readyz, /metrics")
+      ->capture_default_str();
+  agent_run->add_option("--nvml-library", agent_options.discovery.nvml_library,
+                        "NVML, as dlopen takes it");
+  agent_run->add_option("--sysfs-root", agent_options.discovery.sysfs_root,
+                        "where sysfs is mounted");
 
   try {
     cli.parse(argc, argv);
@@ -363,6 +434,9 @@ int Main(int argc, char** argv) {
   if (*import) return RunTopologyImport(replicas, compact);
   if (*profiles) return RunListProfiles();
   if (*discover) return RunAgentDiscover(discovery);
+  if (*agent_run) {
+    return RunAgent(std::move(agent_options), agent_mode, agent_listen, agent_kubeconfig);
+  }
   if (Status s =
           ParseListen("--listen", listen, options.server.http.host, options.server.http.port);
       !s.ok()) {

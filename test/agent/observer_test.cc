@@ -43,7 +43,8 @@ class ObserverTest : public ::testing::Test {
     pod_resources_ = std::make_unique<PodResourcesClient>(kubelet_.pod_resources_socket());
     ObserverOptions options;
     options.node_name = "n1";
-    observer_ = std::make_unique<Observer>(options, *kube_, *pod_resources_, TwoGpus(), metrics_);
+    observer_ =
+        std::make_unique<Observer>(options, *kube_, *pod_resources_, TwoGpus(), clock_, metrics_);
     // Two GPUs time-sliced 4 ways, as NVIDIA's plugin advertises them.
     std::vector<FakeKubelet::Device> replicas;
     for (const char* gpu : {"GPU-a", "GPU-b"}) {
@@ -110,11 +111,23 @@ TEST_F(ObserverTest, WritesWhatKubeletReallyGaveAndOnlyWhenItChanges) {
   }
   EXPECT_TRUE(selected);
 
-  // Nothing changed: nothing is written.
+  // Nothing changed: nothing is written, and the API server is not even asked until the resync.
   const size_t patches = PatchCount();
+  const size_t lists = api_.RequestCount("GET", "/api/v1/pods");
   pass = observer_->RunOnce();
+  EXPECT_TRUE(pass.status.ok());
+  EXPECT_FALSE(pass.listed_pods);
   EXPECT_EQ(pass.writes, 0);
   EXPECT_EQ(PatchCount(), patches);
+  EXPECT_EQ(api_.RequestCount("GET", "/api/v1/pods"), lists);
+  // At the resync the pods are listed again (an annotation someone else changed is put back).
+  ASSERT_TRUE(api_.UpdatePod("default", "p2",
+                             [](json& p) { p["metadata"]["annotations"][kObserved] = "GPU-a"; }));
+  clock_.Advance(std::chrono::seconds(61));
+  pass = observer_->RunOnce();
+  EXPECT_TRUE(pass.listed_pods);
+  EXPECT_EQ(pass.writes, 1);
+  EXPECT_EQ(Observed("p2"), "GPU-b");
 
   // A 2-GPU pod: one replica on each GPU (the least used first), in index order.
   BindAndAdmit("pair", 2, "GPU-b,GPU-a");
@@ -123,7 +136,7 @@ TEST_F(ObserverTest, WritesWhatKubeletReallyGaveAndOnlyWhenItChanges) {
   EXPECT_EQ(Observed("pair"), "GPU-a,GPU-b");
 
   const std::string metrics = metrics_.Render();
-  EXPECT_NE(metrics.find("gputopo_agent_observed_gpus_writes_total{result=\"ok\"} 3"),
+  EXPECT_NE(metrics.find("gputopo_agent_observed_gpus_writes_total{result=\"ok\"} 4"),
             std::string::npos)
       << metrics;
   EXPECT_NE(metrics.find("gputopo_agent_ready 1"), std::string::npos) << metrics;
@@ -174,7 +187,8 @@ TEST_F(ObserverTest, NotReadyWhileTheApiServerFails) {
   ObserverPass pass = observer_->RunOnce();
   EXPECT_FALSE(pass.status.ok());
   EXPECT_FALSE(observer_->ready());
-  EXPECT_EQ(kubelet_.pod_resources_list_calls(), 0);  // no point asking kubelet then
+  EXPECT_NE(observer_->last_error().find("listing the pods of node n1"), std::string::npos)
+      << observer_->last_error();
   pass = observer_->RunOnce();
   ASSERT_TRUE(pass.status.ok()) << pass.status.ToString();
   EXPECT_EQ(Observed("p1"), "GPU-a");

@@ -1,0 +1,143 @@
+#include "src/agent/agent_server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <utility>
+
+#include "src/agent/command_runner.h"
+#include "src/agent/observer.h"
+#include "src/agent/pod_resources_client.h"
+#include "src/http/http_server.h"
+#include "src/kube/kube_client.h"
+#include "src/observability/metrics.h"
+
+namespace gputopo::agent {
+
+struct AgentServer::Impl {
+  Impl(AgentOptions o, kube::KubeConfig config, const Clock& c)
+      : options(std::move(o)),
+        clock(c),
+        kube(
+            std::move(config),
+            [] {
+              kube::ClientOptions client;
+              client.component = "gputopo-agent";
+              return client;
+            }(),
+            c),
+        pod_resources(options.kubelet_dir + "/pod-resources/kubelet.sock") {}
+
+  http::Route Routes(std::string_view method, std::string_view path) {
+    if (method != "GET" && method != "HEAD") return {};
+    if (path == "/healthz") {
+      return {http::Lane::kInline,
+              [](const http::HttpRequest&, http::HttpResponse& res) { res.body = "ok\n"; }};
+    }
+    if (path == "/readyz") {
+      return {http::Lane::kInline, [this](const http::HttpRequest&, http::HttpResponse& res) {
+                if (observer != nullptr && observer->ready()) {
+                  res.body = "ok\n";
+                  return;
+                }
+                res.status = 503;
+                const std::string why = observer != nullptr ? observer->last_error() : "";
+                res.body = "not ready: " + (why.empty() ? std::string("no pass yet") : why) + "\n";
+              }};
+    }
+    if (path == "/metrics") {
+      return {http::Lane::kAdmin, [this](const http::HttpRequest&, http::HttpResponse& res) {
+                res.content_type = "text/plain; version=0.0.4; charset=utf-8";
+                res.body = metrics.Render();
+              }};
+    }
+    return {};
+  }
+
+  AgentOptions options;
+  const Clock& clock;
+  kube::KubeClient kube;
+  PodResourcesClient pod_resources;
+  observability::MetricsRegistry metrics;
+  std::unique_ptr<Observer> observer;  // set by Start()
+  std::unique_ptr<http::HttpServer> http;
+};
+
+Result<std::unique_ptr<AgentServer>> AgentServer::Create(AgentOptions options,
+                                                         kube::KubeConfig kube,
+                                                         const Clock& clock) {
+  if (options.node_name.empty()) return InvalidArgument("--node-name is required");
+  if (options.period.count() <= 0) return InvalidArgument("the observe period must be positive");
+  return std::unique_ptr<AgentServer>(
+      new AgentServer(std::make_unique<Impl>(std::move(options), std::move(kube), clock)));
+}
+
+AgentServer::AgentServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+AgentServer::~AgentServer() {
+  RequestStop();
+  Wait();
+}
+
+Status AgentServer::Start() {
+  Impl& s = *impl_;
+  MachineTopology topology;
+  if (s.options.topology) {
+    topology = *s.options.topology;
+  } else {
+    SubprocessRunner runner;
+    Result<Discovery> found = DiscoverTopology(s.options.discovery, runner);
+    if (found.ok()) {
+      spdlog::info("agent: {} GPUs discovered through {}", found->machine.gpu_count(),
+                   found->source);
+      topology = found->machine;
+    } else {
+      // Observe mode still works for UUID device IDs (NVIDIA's default); index forms will be
+      // reported unmapped.
+      spdlog::warn("agent: no topology ({}); only GPU-<uuid> device IDs can be mapped",
+                   found.status().message());
+    }
+  }
+  ObserverOptions observe;
+  observe.node_name = s.options.node_name;
+  observe.resource_name = s.options.resource_name;
+  observe.period = s.options.period;
+  s.observer = std::make_unique<Observer>(observe, s.kube, s.pod_resources, std::move(topology),
+                                          s.clock, s.metrics);
+
+  http::HttpServerOptions http;
+  http.host = s.options.listen_host;
+  http.port = s.options.listen_port;
+  http.max_body_bytes = 64u << 10;  // probes and scrapes have no body
+  http.max_inflight_body_bytes = 1u << 20;
+  http.bind_threads = 1;
+  http.admin_threads = 1;
+  s.http = std::make_unique<http::HttpServer>(
+      http, [&s](std::string_view method, std::string_view path) { return s.Routes(method, path); },
+      [](int status, std::string_view message) {
+        http::HttpResponse res;
+        res.status = status;
+        res.body = std::string(message) + "\n";
+        return res;
+      });
+  if (Status started = s.http->Start(); !started.ok()) return started;
+  s.observer->Start();
+  spdlog::info("agent: observing node {} ({} from {}); /healthz /readyz /metrics on {}:{}",
+               s.options.node_name, s.options.resource_name, s.pod_resources.socket_path(),
+               s.options.listen_host, s.http->port());
+  return Status::Ok();
+}
+
+int AgentServer::port() const { return impl_->http != nullptr ? impl_->http->port() : -1; }
+
+bool AgentServer::ready() const { return impl_->observer != nullptr && impl_->observer->ready(); }
+
+void AgentServer::RequestStop() {
+  if (impl_->http != nullptr) impl_->http->RequestStop();
+}
+
+void AgentServer::Wait() {
+  if (impl_->http != nullptr) impl_->http->Wait();
+  if (impl_->observer != nullptr) impl_->observer->Stop();
+}
+
+}  // namespace gputopo::agent
