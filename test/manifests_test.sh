@@ -13,6 +13,8 @@
 #     enforce time-slicing ConfigMap equals manifests/device-plugin's; the
 #     ValidatingAdmissionPolicies match pods, pods/status, pods/binding and bindings and name
 #     both annotations and both service accounts.
+#     With node and GPUTOPO_CEL_JS (a CEL implementation for node, see below), their CEL is
+#     also run on test/admission_policy_cases.mjs's requests.
 #  1. Every *.yaml under manifests/ parses as Kubernetes objects (kubectl annotate --local, which
 #     needs no API server, unlike create --dry-run=client).
 #  2. `kubectl kustomize` builds manifests/, manifests/variants/default-scheduler,
@@ -383,6 +385,20 @@ sys.exit(1 if failures else 0)
 PY
     then
       failures=$((failures + 1))
+    fi
+    # The policies' CEL on concrete requests (test/admission_policy_cases.mjs), where node and
+    # a CEL implementation for it are at hand: GPUTOPO_CEL_JS names @marcbachmann/cel-js
+    # (its folder or lib/index.js; `npm install --prefix DIR @marcbachmann/cel-js`).
+    cel_js=${GPUTOPO_CEL_JS:-}
+    if [ -d "$cel_js" ]; then cel_js=$cel_js/lib/index.js; fi
+    if [ -n "$cel_js" ] && [ -f "$cel_js" ] && command -v node >/dev/null 2>&1; then
+      python3 -c 'import json, sys, yaml; json.dump(list(yaml.safe_load_all(open(sys.argv[1]))), sys.stdout)' \
+        "$root/manifests/agent/admission-policy.yaml" > "$tmp/policies.json"
+      if ! node "$root/test/admission_policy_cases.mjs" "$tmp/policies.json" "$cel_js"; then
+        fail "manifests/agent/admission-policy.yaml: a CEL case above went the wrong way"
+      fi
+    else
+      echo "manifests_test: note: admission policy CEL cases skipped (need node and GPUTOPO_CEL_JS)"
     fi
   fi
 fi
