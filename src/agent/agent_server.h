@@ -30,7 +30,7 @@ struct AgentOptions {
   std::string kubelet_dir = "/var/lib/kubelet";  // pod-resources/kubelet.sock under it
   std::string resource_name = "nvidia.com/gpu";
   std::string listen_host = "0.0.0.0";
-  int listen_port = 9400;                  // 0: any free port
+  int listen_port = 8890;                  // 0: any free port; 8890 as the DaemonSet probes
   std::chrono::milliseconds period{1000};  // between observe passes (PodResources polls)
   DiscoveryOptions discovery;
   // When set, used instead of discovery (tests; a node whose discovery is known to fail).

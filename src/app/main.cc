@@ -399,7 +399,7 @@ int Main(int argc, char** argv) {
       "run", "the node agent: observe which GPUs kubelet gave each pod (gputopo.io/observed-gpus)");
   agent::AgentOptions agent_options;
   std::string agent_mode = "observe";
-  std::string agent_listen = "0.0.0.0:9400";
+  std::string agent_listen = "0.0.0.0:8890";
   std::string agent_kubeconfig;
   agent_run->add_option("--node-name", agent_options.node_name, "this node (spec.nodeName)")
       ->required();
