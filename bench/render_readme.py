@@ -119,7 +119,9 @@ def scheduler_load(out):
             continue
         ratio = float(r["ratio"])
         cycle = float(r.get("scheduler_cycle_us", 0) or 0) / 1000
-        lines.append(f"- {r['nodes']} nodes, scheduler's own cycle {cycle:.1f} ms: "
+        names = r.get("names_per_request", "")
+        sent = f", {names} names per request" if names else ""
+        lines.append(f"- {r['nodes']} nodes{sent}, scheduler's own cycle {cycle:.1f} ms: "
                      f"{float(r['pods_per_s']):.0f} pods/s, ratio {ratio:.2f}: "
                      + ("**met**." if ratio >= 0.9 else "**missed**."))
     return "\n".join(lines)

@@ -647,7 +647,27 @@ struct Flags {
   // kube-scheduler's own work per pod (its filter and score plugins, assume, queueing), spent
   // in both loops as a sleep: kube-scheduler runs on its own CPU, not this process's.
   int scheduler_cycle_us = 0;
+  // kube-scheduler's percentageOfNodesToScore: 100 sends every node to the extender; 0 is its
+  // adaptive default (what the shipped configuration leaves), NumFeasibleNodesToFind.
+  int percentage_of_nodes_to_score = 100;
 };
+
+// kube-scheduler's numFeasibleNodesToFind (pkg/scheduler/schedule_one.go): how many feasible
+// nodes a cycle looks for before it stops filtering, and so how many names the extender gets
+// when every node passes kube-scheduler's own filters.
+size_t NodesToFind(size_t all_nodes, int percentage) {
+  constexpr size_t kMinFeasibleNodesToFind = 100;
+  constexpr int kMinFeasibleNodesPercentageToFind = 5;
+  if (all_nodes < kMinFeasibleNodesToFind) return all_nodes;
+  if (percentage <= 0) {  // adaptive: 50% less 1% per 125 nodes, at least 5%
+    percentage = 50 - static_cast<int>(all_nodes / 125);
+    if (percentage < kMinFeasibleNodesPercentageToFind)
+      percentage = kMinFeasibleNodesPercentageToFind;
+  }
+  if (percentage >= 100) return all_nodes;
+  const size_t found = all_nodes * static_cast<size_t>(percentage) / 100;
+  return found < kMinFeasibleNodesToFind ? kMinFeasibleNodesToFind : found;
+}
 
 // The loop's stand-in for kube-scheduler's own part of a scheduling cycle.
 void SchedulerOwnWork(const Flags& flags) {
@@ -913,6 +933,14 @@ RunResult RunWithGputopo(const Cluster& c, const Flags& flags) {
     uids.push_back(pod["metadata"]["uid"]);
   }
   const std::vector<std::string> lists = NameLists(c, flags.seed + 1);
+  // Sampling as kube-scheduler does it: from its node list (one fixed order), the next
+  // NodesToFind nodes after where the last cycle stopped (nextStartNodeIndex).
+  const size_t to_find = NodesToFind(c.names.size(), flags.percentage_of_nodes_to_score);
+  std::vector<size_t> node_order(c.names.size());
+  std::iota(node_order.begin(), node_order.end(), size_t{0});
+  std::shuffle(node_order.begin(), node_order.end(), std::mt19937_64(flags.seed + 3));
+  size_t next_start = 0;
+  std::string sample;
   // One unmeasured filter and prioritize per Deployment: the shapes' first evaluation of every
   // node (the cold case) happens here, and the background refresher learns the shapes.
   for (size_t first : c.first_of_deployment) {
@@ -931,7 +959,18 @@ RunResult RunWithGputopo(const Cluster& c, const Flags& flags) {
     const auto t1 = SteadyClock::now();
     ++into.cycles;
     const std::string& pod_text = pod_json[static_cast<size_t>(pod)];
-    const std::string filter_body = ArgsBody(pod_text, lists[turn++ % lists.size()]);
+    std::string_view names = lists[turn++ % lists.size()];
+    if (to_find < c.names.size()) {
+      sample = "[";
+      for (size_t k = 0; k < to_find; ++k) {
+        sample +=
+            (k ? ",\"" : "\"") + c.names[node_order[(next_start + k) % c.names.size()]] + "\"";
+      }
+      sample += "]";
+      next_start = (next_start + to_find) % c.names.size();
+      names = sample;
+    }
+    const std::string filter_body = ArgsBody(pod_text, names);
     const auto t2 = SteadyClock::now();
     httplib::Result filtered = Post(extender, "/filter", filter_body);
     const auto t3 = SteadyClock::now();
@@ -1101,6 +1140,14 @@ int Main(int argc, char** argv) {
                  "nodes without an extender (the upper end measured behind the issue)")
       ->delimiter(',')
       ->capture_default_str();
+  std::vector<int> percentages = {100};
+  cli.add_option("--percentage-of-nodes-to-score", percentages,
+                 "kube-scheduler's percentageOfNodesToScore (a list: each is a run). 100: every "
+                 "node goes to the extender; 0: kube-scheduler's adaptive default, which the "
+                 "shipped configuration keeps (at 5000 nodes it looks for 500 feasible nodes)")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100));
   cli.add_option("--seed", flags.seed)->capture_default_str();
   cli.add_option("--out", out, "directory for scheduler_load.md and .csv")->capture_default_str();
   CLI11_PARSE(cli, argc, argv);
@@ -1116,113 +1163,127 @@ int Main(int argc, char** argv) {
          "filter_p50_ms,"
          "filter_p99_ms,filter_server_p50_ms,filter_server_p99_ms,prioritize_p50_ms,"
          "prioritize_p99_ms,loop_filter_ms_per_pod,loop_prioritize_ms_per_pod,"
-         "loop_own_ms_per_pod,loop_wait_ms_per_pod,retries,given_up\n";
+         "loop_own_ms_per_pod,loop_wait_ms_per_pod,retries,given_up,names_per_request\n";
   std::ostringstream md, notes;
-  md << "| nodes | scheduler's own cycle | loop | pods/s | ratio | bind p50 | bind p99 | filter "
-        "p50 "
-        "| filter p99 | filter server p99 |\n"
-     << "|---|---|---|---|---|---|---|---|---|---|\n";
+  md << "| nodes | names per request | scheduler's own cycle | loop | pods/s | ratio | bind p50 | "
+        "bind p99 | filter p50 | filter p99 | filter server p99 |\n"
+     << "|---|---|---|---|---|---|---|---|---|---|---|\n";
   bool all_ok = true;
-  for (int cycle_us : cycles_us) {
-    flags.scheduler_cycle_us = cycle_us;
-    for (int nodes : node_counts) {
-      std::string error;
-      const std::optional<Cluster> cluster = MakeCluster(nodes, flags.pods, flags.seed, error);
-      if (!cluster) {
-        std::cerr << nodes << " nodes: " << error << "\n";
-        return 2;
+  for (int percentage : percentages) {
+    flags.percentage_of_nodes_to_score = percentage;
+    for (int cycle_us : cycles_us) {
+      flags.scheduler_cycle_us = cycle_us;
+      for (int nodes : node_counts) {
+        const size_t names_sent = NodesToFind(static_cast<size_t>(nodes), percentage);
+        const std::string sent =
+            std::to_string(names_sent) + (percentage == 100 ? " (all)" : " (adaptive)");
+        std::string error;
+        const std::optional<Cluster> cluster = MakeCluster(nodes, flags.pods, flags.seed, error);
+        if (!cluster) {
+          std::cerr << nodes << " nodes: " << error << "\n";
+          return 2;
+        }
+        std::fprintf(
+            stderr, "%d nodes: %zu pods bound already, %d pending (%ld of %ld free slots)\n", nodes,
+            cluster->bound.size(), flags.pods, cluster->backlog_slots, cluster->free_slots);
+        const RunResult base = RunWithoutExtender(*cluster, flags);
+        const RunResult with = RunWithGputopo(*cluster, flags);
+        if (!base.ok || !with.ok) {
+          std::cerr << nodes << " nodes: a run could not start\n";
+          return 2;
+        }
+        const double ratio =
+            PodsPerSecond(base) > 0 ? PodsPerSecond(with) / PodsPerSecond(base) : 0;
+        auto per_pod = [](double total, const RunResult& r) {
+          return r.cycles > 0 ? total / r.cycles : 0.0;
+        };
+        auto row = [&](const std::string& loop, const RunResult& r, bool extender) {
+          const std::string dash = "-";
+          md << "| " << nodes << " | " << sent << " | " << Fmt(cycle_us / 1000.0, 1, " ms") << " | "
+             << loop << " | " << Fmt(PodsPerSecond(r), 0) << " | "
+             << (extender ? Fmt(ratio, 2) : dash) << " | "
+             << Fmt(Percentile(r.bind_ms, 0.5), 2, " ms") << " | "
+             << Fmt(Percentile(r.bind_ms, 0.99), 2, " ms") << " | "
+             << (extender ? Fmt(Percentile(r.filter_ms, 0.5), 3, " ms") : dash) << " | "
+             << (extender ? Fmt(Percentile(r.filter_ms, 0.99), 3, " ms") : dash) << " | "
+             << (extender ? Fmt(Percentile(r.filter_server_ms, 0.99), 3, " ms") : dash) << " |\n";
+          csv << nodes << "," << cycle_us << "," << flags.pods << ","
+              << (extender ? "gputopo" : "no-extender") << "," << r.seconds << ","
+              << PodsPerSecond(r) << "," << (extender ? ratio : 1.0) << ","
+              << Percentile(r.bind_ms, 0.5) << "," << Percentile(r.bind_ms, 0.99) << ","
+              << Percentile(r.filter_ms, 0.5) << "," << Percentile(r.filter_ms, 0.99) << ","
+              << Percentile(r.filter_server_ms, 0.5) << "," << Percentile(r.filter_server_ms, 0.99)
+              << "," << Percentile(r.prioritize_ms, 0.5) << "," << Percentile(r.prioritize_ms, 0.99)
+              << "," << per_pod(r.loop_filter_ms, r) << "," << per_pod(r.loop_prioritize_ms, r)
+              << "," << per_pod(r.loop_own_ms, r) << "," << per_pod(r.loop_wait_ms, r) << ","
+              << r.retries << "," << r.given_up << "," << names_sent << "\n";
+        };
+        row("gputopo", with, true);
+        row("no extender", base, false);
+        auto mean = [](const std::vector<double>& v) {
+          return v.empty()
+                     ? 0.0
+                     : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+        };
+        char line[4096];
+        std::snprintf(
+            line, sizeof(line),
+            "- %d nodes, %s names per request, scheduler's own cycle %d us (%zu pods already "
+            "bound, %d pending), the loop's time per pod, mean: with "
+            "gputopo %.3f ms = filter %.3f (of which gputopo's handler %.3f) + prioritize %.3f "
+            "(handler %.3f) + the generator's own work %.3f (the scheduler's own cycle, request "
+            "bodies, reading replies, choosing) + waiting for a bind worker or the last binds "
+            "%.3f; "
+            "without an extender "
+            "%.3f ms, %.3f of it waiting for a bind worker. Cores busy during the run, with "
+            "gputopo: "
+            "%s; without an extender: %s.\n",
+            nodes, sent.c_str(), cycle_us, cluster->bound.size(), flags.pods,
+            per_pod(with.loop_filter_ms + with.loop_prioritize_ms + with.loop_own_ms +
+                        with.loop_wait_ms,
+                    with),
+            per_pod(with.loop_filter_ms, with), mean(with.filter_server_ms),
+            per_pod(with.loop_prioritize_ms, with), mean(with.prioritize_server_ms),
+            per_pod(with.loop_own_ms, with), per_pod(with.loop_wait_ms, with),
+            per_pod(base.loop_own_ms + base.loop_wait_ms, base), per_pod(base.loop_wait_ms, base),
+            DescribeCores(with.cores).c_str(), DescribeCores(base.cores).c_str());
+        notes << line;
+        std::fprintf(stderr, "%s", line);
+        std::snprintf(
+            line, sizeof(line),
+            "- %d nodes, checks: %d and %d of %d pods bound (with gputopo and without; %d binds "
+            "retried, %d pods given up); afterwards the API server holds %d of them unbound and "
+            "%d GPUs with more than %d pods, and gputopo's watch had confirmed every bind %.0f ms "
+            "after the last one answered; the generator's own pod watch received %zu and %zu "
+            "lines (events and bookmarks); %zu connections to gputopo opened during the run; "
+            "gputopo's Events: %s.\n",
+            nodes, with.bound, base.bound, flags.pods, with.retries, with.given_up + base.given_up,
+            with.unbound_on_server, with.overfull_gpus, kReplicas, with.watch_catch_up_ms,
+            with.informer_events, base.informer_events, with.connections_opened,
+            with.events.c_str());
+        notes << line;
+        std::fprintf(stderr, "%s", line);
+        const double sampled = std::max(1, with.debug_sampled);
+        std::snprintf(
+            line, sizeof(line),
+            "- %d nodes, the same cycles with no bind running (%zu before the run): filter p50 "
+            "%.3f, p99 %.3f ms end-to-end; handler mean filter %.3f, prioritize %.3f ms. gputopo's "
+            "record of the last %d pods' cycles (`/debug/pods`): nodes evaluated on the request "
+            "path "
+            "per filter %.1f, per prioritize %.1f (mean); prioritize reused its filter's "
+            "evaluations "
+            "in %d of %d cycles (it does when the snapshot has not changed in between).\n",
+            nodes, with.idle_filter_ms.size(), Percentile(with.idle_filter_ms, 0.5),
+            Percentile(with.idle_filter_ms, 0.99), mean(with.idle_filter_server_ms),
+            mean(with.idle_prioritize_server_ms), with.debug_sampled,
+            with.debug_filter_evaluated / sampled, with.debug_prioritize_evaluated / sampled,
+            with.debug_prioritize_reused, with.debug_sampled);
+        notes << line;
+        std::fprintf(stderr, "%s", line);
+        all_ok = all_ok && with.given_up == 0 && base.given_up == 0 &&
+                 with.unbound_on_server == 0 && with.overfull_gpus == 0 &&
+                 with.watch_catch_up_ms >= 0;
       }
-      std::fprintf(stderr, "%d nodes: %zu pods bound already, %d pending (%ld of %ld free slots)\n",
-                   nodes, cluster->bound.size(), flags.pods, cluster->backlog_slots,
-                   cluster->free_slots);
-      const RunResult base = RunWithoutExtender(*cluster, flags);
-      const RunResult with = RunWithGputopo(*cluster, flags);
-      if (!base.ok || !with.ok) {
-        std::cerr << nodes << " nodes: a run could not start\n";
-        return 2;
-      }
-      const double ratio = PodsPerSecond(base) > 0 ? PodsPerSecond(with) / PodsPerSecond(base) : 0;
-      auto per_pod = [](double total, const RunResult& r) {
-        return r.cycles > 0 ? total / r.cycles : 0.0;
-      };
-      auto row = [&](const std::string& loop, const RunResult& r, bool extender) {
-        const std::string dash = "-";
-        md << "| " << nodes << " | " << Fmt(cycle_us / 1000.0, 1, " ms") << " | " << loop << " | "
-           << Fmt(PodsPerSecond(r), 0) << " | " << (extender ? Fmt(ratio, 2) : dash) << " | "
-           << Fmt(Percentile(r.bind_ms, 0.5), 2, " ms") << " | "
-           << Fmt(Percentile(r.bind_ms, 0.99), 2, " ms") << " | "
-           << (extender ? Fmt(Percentile(r.filter_ms, 0.5), 3, " ms") : dash) << " | "
-           << (extender ? Fmt(Percentile(r.filter_ms, 0.99), 3, " ms") : dash) << " | "
-           << (extender ? Fmt(Percentile(r.filter_server_ms, 0.99), 3, " ms") : dash) << " |\n";
-        csv << nodes << "," << cycle_us << "," << flags.pods << ","
-            << (extender ? "gputopo" : "no-extender") << "," << r.seconds << "," << PodsPerSecond(r)
-            << "," << (extender ? ratio : 1.0) << "," << Percentile(r.bind_ms, 0.5) << ","
-            << Percentile(r.bind_ms, 0.99) << "," << Percentile(r.filter_ms, 0.5) << ","
-            << Percentile(r.filter_ms, 0.99) << "," << Percentile(r.filter_server_ms, 0.5) << ","
-            << Percentile(r.filter_server_ms, 0.99) << "," << Percentile(r.prioritize_ms, 0.5)
-            << "," << Percentile(r.prioritize_ms, 0.99) << "," << per_pod(r.loop_filter_ms, r)
-            << "," << per_pod(r.loop_prioritize_ms, r) << "," << per_pod(r.loop_own_ms, r) << ","
-            << per_pod(r.loop_wait_ms, r) << "," << r.retries << "," << r.given_up << "\n";
-      };
-      row("gputopo", with, true);
-      row("no extender", base, false);
-      auto mean = [](const std::vector<double>& v) {
-        return v.empty() ? 0.0
-                         : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-      };
-      char line[4096];
-      std::snprintf(
-          line, sizeof(line),
-          "- %d nodes, scheduler's own cycle %d us (%zu pods already bound, %d pending), the "
-          "loop's "
-          "time per pod, mean: with "
-          "gputopo %.3f ms = filter %.3f (of which gputopo's handler %.3f) + prioritize %.3f "
-          "(handler %.3f) + the generator's own work %.3f (the scheduler's own cycle, request "
-          "bodies, reading replies, choosing) + waiting for a bind worker or the last binds %.3f; "
-          "without an extender "
-          "%.3f ms, %.3f of it waiting for a bind worker. Cores busy during the run, with gputopo: "
-          "%s; without an extender: %s.\n",
-          nodes, cycle_us, cluster->bound.size(), flags.pods,
-          per_pod(
-              with.loop_filter_ms + with.loop_prioritize_ms + with.loop_own_ms + with.loop_wait_ms,
-              with),
-          per_pod(with.loop_filter_ms, with), mean(with.filter_server_ms),
-          per_pod(with.loop_prioritize_ms, with), mean(with.prioritize_server_ms),
-          per_pod(with.loop_own_ms, with), per_pod(with.loop_wait_ms, with),
-          per_pod(base.loop_own_ms + base.loop_wait_ms, base), per_pod(base.loop_wait_ms, base),
-          DescribeCores(with.cores).c_str(), DescribeCores(base.cores).c_str());
-      notes << line;
-      std::fprintf(stderr, "%s", line);
-      std::snprintf(
-          line, sizeof(line),
-          "- %d nodes, checks: %d and %d of %d pods bound (with gputopo and without; %d binds "
-          "retried, %d pods given up); afterwards the API server holds %d of them unbound and "
-          "%d GPUs with more than %d pods, and gputopo's watch had confirmed every bind %.0f ms "
-          "after the last one answered; the generator's own pod watch received %zu and %zu "
-          "lines (events and bookmarks); %zu connections to gputopo opened during the run; "
-          "gputopo's Events: %s.\n",
-          nodes, with.bound, base.bound, flags.pods, with.retries, with.given_up + base.given_up,
-          with.unbound_on_server, with.overfull_gpus, kReplicas, with.watch_catch_up_ms,
-          with.informer_events, base.informer_events, with.connections_opened, with.events.c_str());
-      notes << line;
-      std::fprintf(stderr, "%s", line);
-      const double sampled = std::max(1, with.debug_sampled);
-      std::snprintf(
-          line, sizeof(line),
-          "- %d nodes, the same cycles with no bind running (%zu before the run): filter p50 "
-          "%.3f, p99 %.3f ms end-to-end; handler mean filter %.3f, prioritize %.3f ms. gputopo's "
-          "record of the last %d pods' cycles (`/debug/pods`): nodes evaluated on the request path "
-          "per filter %.1f, per prioritize %.1f (mean); prioritize reused its filter's evaluations "
-          "in %d of %d cycles (it does when the snapshot has not changed in between).\n",
-          nodes, with.idle_filter_ms.size(), Percentile(with.idle_filter_ms, 0.5),
-          Percentile(with.idle_filter_ms, 0.99), mean(with.idle_filter_server_ms),
-          mean(with.idle_prioritize_server_ms), with.debug_sampled,
-          with.debug_filter_evaluated / sampled, with.debug_prioritize_evaluated / sampled,
-          with.debug_prioritize_reused, with.debug_sampled);
-      notes << line;
-      std::fprintf(stderr, "%s", line);
-      all_ok = all_ok && with.given_up == 0 && base.given_up == 0 && with.unbound_on_server == 0 &&
-               with.overfull_gpus == 0 && with.watch_catch_up_ms >= 0;
     }
   }
   md << "\n" << notes.str();
