@@ -1,0 +1,111 @@
+// DevicePlugin: the node agent's enforce mode, as kubelet's device plugin (API v1beta1) for one
+// resource (nvidia.com/gpu by default).
+//
+// - Serves DevicePlugin on <kubelet-dir>/device-plugins/gputopo-<resource>.sock ('/' in the
+//   resource name becomes '_') and registers with kubelet on
+//   <kubelet-dir>/device-plugins/kubelet.sock (version v1beta1, get_preferred_allocation
+//   available).
+// - ListAndWatch advertises "GPU-<uuid>::<n>" replicas with NUMA topology and health
+//   (replica_choice.h), and sends the list again whenever SetTopology() changes it.
+// - GetPreferredAllocation steers the container kubelet is admitting onto the GPUs gputopo
+//   assigned to its pod (pod_identification.h), identified among PodSource's pods, excluding
+//   containers PodResources lists and containers this plugin allocated; when steering does not
+//   apply, its own topology-aware choice (ChooseFallback). It never fails for that. It takes no
+//   node-wide lock and waits for nothing but the two reads.
+// - Allocate answers NVIDIA_VISIBLE_DEVICES with the physical UUIDs (deduplicated, in request
+//   order), as NVIDIA's plugin does, and records which container got the devices when they are
+//   the ones GetPreferredAllocation steered.
+// - kubelet restarts: kubelet deletes every socket in device-plugins/ and creates kubelet.sock
+//   again. CheckKubelet() (run every `poll_period` by the plugin's own thread) notices a new
+//   kubelet.sock (inode or change time) or its own socket gone, serves again on a fresh socket
+//   and registers again; a registration that failed is retried at each check.
+//
+// Thread safety: thread-safe. PodSource::CurrentPods() is called from gRPC threads, possibly
+// concurrently.
+#ifndef GPUTOPO_SRC_AGENT_DEVICE_PLUGIN_H_
+#define GPUTOPO_SRC_AGENT_DEVICE_PLUGIN_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gputopo/machine_topology.h"
+#include "gputopo/status.h"
+#include "src/agent/pod_identification.h"
+#include "src/agent/pod_resources_client.h"
+
+namespace gputopo::agent {
+
+// The pods bound to this node, as the plugin needs them. Implementations answer from a watched
+// cache (observe mode's pod list); tests fake it.
+class PodSource {
+ public:
+  virtual ~PodSource() = default;
+  virtual Result<std::vector<BoundPod>> CurrentPods() = 0;
+};
+
+struct DevicePluginOptions {
+  std::string kubelet_dir = "/var/lib/kubelet";
+  std::string resource_name = "nvidia.com/gpu";  // as registered (after any rename)
+  int replicas = 1;                              // per GPU, 1..kMaxReplicasPerGpu
+  // time-slicing's failRequestsGreaterThanOne: Allocate refuses more than one replica.
+  bool fail_requests_greater_than_one = false;
+  std::vector<std::string> trusted_schedulers = {"gputopo-scheduler"};
+  // How often kubelet.sock is checked for a kubelet restart.
+  std::chrono::milliseconds poll_period{1000};
+  // Register's deadline (kubelet dials back within it).
+  std::chrono::milliseconds register_deadline{15000};
+};
+
+// One GetPreferredAllocation container request, as decided.
+struct AdmissionRecord {
+  PreferredRequest request;
+  Identification identification;    // steered, or why not
+  std::vector<std::string> answer;  // the device IDs returned
+};
+
+class DevicePlugin {
+ public:
+  // `pods` and `pod_resources` (may be null: then only the plugin's own record of allocations
+  // counts) must outlive the plugin.
+  DevicePlugin(DevicePluginOptions options, MachineTopology topology, PodSource& pods,
+               PodResourcesClient* pod_resources);
+  ~DevicePlugin();  // Stop()s
+  DevicePlugin(const DevicePlugin&) = delete;
+  DevicePlugin& operator=(const DevicePlugin&) = delete;
+
+  // Serves the plugin socket, registers, and starts the kubelet-restart check thread. Error when
+  // the options are invalid or the socket cannot be served; a failed registration is not an
+  // error (it is retried at each check; see registered()).
+  Status Start();
+  void Stop();  // idempotent
+
+  // One check for a kubelet restart (what the thread does every poll_period). True when it
+  // (re-)registered.
+  bool CheckKubelet();
+
+  // New health (or anything else) from discovery: ListAndWatch sends the list again when the
+  // advertised devices change. The GPU count must not change (it returns false and keeps the old
+  // one).
+  bool SetTopology(MachineTopology topology);
+
+  std::string socket_path() const;
+  bool registered() const;
+  int registrations() const;  // successful Register calls
+  std::string last_register_error() const;
+  std::vector<AdmissionRecord> Admissions() const;  // the latest ones, oldest first (bounded)
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// "<kubelet_dir>/device-plugins/gputopo-<resource with '/' as '_'>.sock".
+std::string DevicePluginSocketPath(const std::string& kubelet_dir,
+                                   const std::string& resource_name);
+
+}  // namespace gputopo::agent
+
+#endif  // GPUTOPO_SRC_AGENT_DEVICE_PLUGIN_H_

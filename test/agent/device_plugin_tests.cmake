@@ -1,0 +1,11 @@
+# Included from test/agent/CMakeLists.txt. Enforce mode: NVIDIA's time-slicing config, pod
+# identification and replica choice (pure, table-driven), and the device plugin against the fake
+# kubelet over real gRPC on unix sockets.
+gputopo_add_test(device_plugin_tests
+  SOURCES
+    device_plugin_test.cc
+    pod_identification_test.cc
+    replica_choice_test.cc
+    time_slicing_config_test.cc
+  LIBS gputopo_agent_plugin gputopo_agent_kubelet gputopo_fake_kubelet gputopo_kubelet_proto
+  LABELS agent)
