@@ -7,7 +7,7 @@
 //   gputopo topology import < topo.txt                 nvidia-smi topo -m -> topology document
 //   gputopo topology profiles                          list the shipped machine profiles
 //   gputopo agent discover                             print this node's topology document
-//   gputopo agent run --node-name NAME                 the node agent (observe mode)
+//   gputopo agent run --node-name NAME                 the node agent (observe or enforce mode)
 //
 // main is the only place that reads flags, installs signal handling and configures logging.
 #include <curl/curl.h>
@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "src/agent/agent_server.h"
+#include "src/agent/enforce_mode.h"
 #include "src/agent/topology_discovery.h"
 #include "src/app/app.h"
 #include "src/app/demo.h"
@@ -194,9 +195,13 @@ int RunAgentDiscover(const agent::DiscoveryOptions& options) {
 }
 
 int RunAgent(agent::AgentOptions options, const std::string& mode, const std::string& listen,
-             const std::string& kubeconfig) {
-  if (mode != "observe") {
-    std::cerr << "gputopo: agent run: --mode " << mode << " is not available yet (observe only)\n";
+             const std::string& kubeconfig, agent::EnforceOptions enforce) {
+  if (mode != "observe" && mode != "enforce") {
+    std::cerr << "gputopo: agent run: --mode must be observe or enforce, not " << mode << "\n";
+    return 2;
+  }
+  if (mode != "enforce" && (enforce.replicas != 0 || !enforce.time_slicing_config.empty())) {
+    std::cerr << "gputopo: agent run: --replicas and --time-slicing-config need --mode enforce\n";
     return 2;
   }
   if (Status s = ParseListen("--listen", listen, options.listen_host, options.listen_port);
@@ -214,6 +219,20 @@ int RunAgent(agent::AgentOptions options, const std::string& mode, const std::st
     return 2;
   }
   SystemClock clock;
+  std::unique_ptr<agent::EnforceMode> enforcer;
+  if (mode == "enforce") {
+    enforce.node_name = options.node_name;
+    enforce.kubelet_dir = options.kubelet_dir;
+    enforce.resource_name = options.resource_name;
+    enforce.discovery = options.discovery;
+    Result<std::unique_ptr<agent::EnforceMode>> made =
+        agent::EnforceMode::Create(std::move(enforce), *config, clock);
+    if (!made.ok()) {
+      std::cerr << "gputopo: agent run: " << made.status().message() << "\n";
+      return 2;
+    }
+    enforcer = std::move(made).value();
+  }
   Result<std::unique_ptr<agent::AgentServer>> created =
       agent::AgentServer::Create(std::move(options), std::move(config).value(), clock);
   if (!created.ok()) {
@@ -233,7 +252,16 @@ int RunAgent(agent::AgentOptions options, const std::string& mode, const std::st
     spdlog::error("agent: cannot start: {}", s.ToString());
     return 2;
   }
+  if (enforcer != nullptr) {
+    if (Status s = enforcer->Start(); !s.ok()) {
+      spdlog::error("agent: cannot start: {}", s.ToString());
+      server.RequestStop();
+      server.Wait();
+      return 2;
+    }
+  }
   server.Wait();
+  if (enforcer != nullptr) enforcer->Stop();
   spdlog::info("agent stopped");
   spdlog::default_logger()->flush();
   return 0;
@@ -407,7 +435,22 @@ int Main(int argc, char** argv) {
       ->add_option("--kubeconfig", agent_kubeconfig,
                    "kubeconfig file; default: the in-cluster service account")
       ->check(CLI::ExistingFile);
-  agent_run->add_option("--mode", agent_mode, "observe (enforce: not yet)")->capture_default_str();
+  agent_run->add_option("--mode", agent_mode, "observe, or enforce (the device plugin too)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"observe", "enforce"}));
+  agent::EnforceOptions enforce_options;
+  agent_run
+      ->add_option("--replicas", enforce_options.replicas, "enforce: time-slice replicas per GPU")
+      ->check(CLI::Range(1, kMaxReplicasPerGpu));
+  agent_run
+      ->add_option("--time-slicing-config", enforce_options.time_slicing_config,
+                   "enforce: NVIDIA's device plugin config file (sharing.timeSlicing)")
+      ->check(CLI::ExistingFile);
+  agent_run
+      ->add_option("--trusted-schedulers", enforce_options.trusted_schedulers,
+                   "enforce: schedulers whose assigned-gpus are honoured")
+      ->delimiter(',')
+      ->capture_default_str();
   agent_run->add_option("--kubelet-dir", agent_options.kubelet_dir, "kubelet's root directory")
       ->capture_default_str();
   agent_run->add_option("--resource-name", agent_options.resource_name, "the extended resource")
@@ -435,7 +478,8 @@ int Main(int argc, char** argv) {
   if (*profiles) return RunListProfiles();
   if (*discover) return RunAgentDiscover(discovery);
   if (*agent_run) {
-    return RunAgent(std::move(agent_options), agent_mode, agent_listen, agent_kubeconfig);
+    return RunAgent(std::move(agent_options), agent_mode, agent_listen, agent_kubeconfig,
+                    std::move(enforce_options));
   }
   if (Status s =
           ParseListen("--listen", listen, options.server.http.host, options.server.http.port);

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <fstream>
@@ -149,6 +150,17 @@ TEST(TimeSlicingConfigTest, LoadNamesTheFile) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   std::filesystem::remove_all(dir);
+}
+
+TEST(TimeSlicingConfigTest, TheShippedConfigMapReads) {
+  // manifests/agent/enforce: the ConfigMap the enforce DaemonSet mounts (key "any").
+  const YAML::Node config_map = YAML::LoadFile(std::string(GPUTOPO_SOURCE_DIR) +
+                                               "/manifests/agent/enforce/time-slicing-config.yaml");
+  Result<SharingConfig> config =
+      ParseTimeSlicingConfig(config_map["data"]["any"].as<std::string>(), kResource);
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->replicas, 4);
+  EXPECT_EQ(config->advertised_resource, kResource);
 }
 
 }  // namespace

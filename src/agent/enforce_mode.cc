@@ -1,0 +1,100 @@
+#include "src/agent/enforce_mode.h"
+
+#include <spdlog/spdlog.h>
+
+#include "src/agent/command_runner.h"
+#include "src/agent/device_plugin.h"
+#include "src/agent/kube_pod_source.h"
+#include "src/agent/pod_resources_client.h"
+#include "src/kube/kube_client.h"
+
+namespace gputopo::agent {
+
+Result<SharingConfig> ResolveSharing(const EnforceOptions& options) {
+  if (options.replicas != 0 && !options.time_slicing_config.empty()) {
+    return InvalidArgument("--replicas and --time-slicing-config are exclusive");
+  }
+  if (!options.time_slicing_config.empty()) {
+    return LoadTimeSlicingConfig(options.time_slicing_config, options.resource_name);
+  }
+  SharingConfig sharing;
+  sharing.advertised_resource = options.resource_name;
+  if (options.replicas != 0) {
+    if (options.replicas < 1 || options.replicas > kMaxReplicasPerGpu) {
+      return InvalidArgument("--replicas must be 1.." + std::to_string(kMaxReplicasPerGpu));
+    }
+    sharing.replicas = options.replicas;
+  }
+  return sharing;
+}
+
+struct EnforceMode::Impl {
+  Impl(EnforceOptions o, SharingConfig s, kube::KubeConfig config, const Clock& clock)
+      : options(std::move(o)),
+        sharing(std::move(s)),
+        kube(
+            std::move(config),
+            [] {
+              kube::ClientOptions client;
+              client.component = "gputopo-agent";
+              return client;
+            }(),
+            clock),
+        pods(kube, options.node_name, options.resource_name),
+        pod_resources(options.kubelet_dir + "/pod-resources/kubelet.sock") {}
+
+  const EnforceOptions options;
+  const SharingConfig sharing;
+  kube::KubeClient kube;
+  KubePodSource pods;
+  PodResourcesClient pod_resources;
+  std::unique_ptr<DevicePlugin> plugin;
+};
+
+EnforceMode::EnforceMode(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+EnforceMode::~EnforceMode() { Stop(); }
+
+Result<std::unique_ptr<EnforceMode>> EnforceMode::Create(EnforceOptions options,
+                                                         kube::KubeConfig kube,
+                                                         const Clock& clock) {
+  if (options.node_name.empty()) return InvalidArgument("enforce mode needs --node-name");
+  Result<SharingConfig> sharing = ResolveSharing(options);
+  if (!sharing.ok()) return sharing.status();
+  return std::unique_ptr<EnforceMode>(new EnforceMode(std::make_unique<Impl>(
+      std::move(options), std::move(sharing).value(), std::move(kube), clock)));
+}
+
+Status EnforceMode::Start() {
+  Impl& s = *impl_;
+  if (s.plugin != nullptr) return Status::Ok();
+  SubprocessRunner runner;
+  Result<Discovery> found = DiscoverTopology(s.options.discovery, runner);
+  if (!found.ok()) return found.status().WithContext("enforce mode: discovery");
+  DevicePluginOptions plugin;
+  plugin.kubelet_dir = s.options.kubelet_dir;
+  plugin.resource_name = s.sharing.advertised_resource;
+  plugin.replicas = s.sharing.replicas;
+  plugin.fail_requests_greater_than_one = s.sharing.fail_requests_greater_than_one;
+  plugin.trusted_schedulers = s.options.trusted_schedulers;
+  s.plugin =
+      std::make_unique<DevicePlugin>(plugin, std::move(found->machine), s.pods, &s.pod_resources);
+  if (Status started = s.plugin->Start(); !started.ok()) {
+    s.plugin.reset();
+    return started.WithContext("enforce mode");
+  }
+  spdlog::info("enforce: device plugin for {} on {} ({} replicas per GPU), {}",
+               plugin.resource_name, s.plugin->socket_path(), plugin.replicas,
+               s.plugin->registered() ? "registered with kubelet"
+                                      : "not yet registered: " + s.plugin->last_register_error());
+  return Status::Ok();
+}
+
+void EnforceMode::Stop() {
+  if (impl_ != nullptr && impl_->plugin != nullptr) impl_->plugin->Stop();
+}
+
+bool EnforceMode::registered() const {
+  return impl_->plugin != nullptr && impl_->plugin->registered();
+}
+
+}  // namespace gputopo::agent

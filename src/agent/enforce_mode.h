@@ -1,0 +1,59 @@
+// EnforceMode: what `gputopo agent run --mode enforce` adds to observe mode: the agent is
+// kubelet's device plugin for the resource (device_plugin.h). It owns the parts: the node's
+// topology (discovered once at Start), an API server client for the pods bound to this node,
+// kubelet's PodResources client, and the DevicePlugin.
+//
+// Thread safety: Start and Stop from one thread.
+#ifndef GPUTOPO_SRC_AGENT_ENFORCE_MODE_H_
+#define GPUTOPO_SRC_AGENT_ENFORCE_MODE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gputopo/clock.h"
+#include "gputopo/status.h"
+#include "src/agent/time_slicing_config.h"
+#include "src/agent/topology_discovery.h"
+#include "src/kube/kube_config.h"
+
+namespace gputopo::agent {
+
+struct EnforceOptions {
+  std::string node_name;                         // required
+  std::string kubelet_dir = "/var/lib/kubelet";  // device-plugins/ and pod-resources/ under it
+  std::string resource_name = "nvidia.com/gpu";
+  int replicas = 0;                 // --replicas; 0: not given
+  std::string time_slicing_config;  // --time-slicing-config; empty: not given
+  std::vector<std::string> trusted_schedulers = {"gputopo-scheduler"};
+  DiscoveryOptions discovery;
+};
+
+// The sharing `options` state: --replicas, or the time-slicing config file, or 1 replica.
+// InvalidArgument when both are given, or replicas are out of range; the config's own errors.
+Result<SharingConfig> ResolveSharing(const EnforceOptions& options);
+
+class EnforceMode {
+ public:
+  // Error for options that cannot work (no node name, sharing as ResolveSharing).
+  static Result<std::unique_ptr<EnforceMode>> Create(EnforceOptions options, kube::KubeConfig kube,
+                                                     const Clock& clock);
+  ~EnforceMode();  // Stop()s
+  EnforceMode(const EnforceMode&) = delete;
+  EnforceMode& operator=(const EnforceMode&) = delete;
+
+  // Discovers the topology, serves the device plugin and registers with kubelet (retried until
+  // kubelet answers). Error when discovery fails or the plugin socket cannot be served.
+  Status Start();
+  void Stop();
+  bool registered() const;
+
+ private:
+  struct Impl;
+  explicit EnforceMode(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gputopo::agent
+
+#endif  // GPUTOPO_SRC_AGENT_ENFORCE_MODE_H_
