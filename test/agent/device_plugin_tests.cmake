@@ -4,10 +4,11 @@
 gputopo_add_test(device_plugin_tests
   SOURCES
     device_plugin_test.cc
+    enforce_api_test.cc
     kube_pod_source_test.cc
     pod_identification_test.cc
     replica_choice_test.cc
     time_slicing_config_test.cc
   LIBS gputopo_agent_plugin gputopo_agent_kubelet gputopo_fake_kubelet gputopo_kubelet_proto
-       yaml-cpp
+       gputopo_fake_api_server yaml-cpp
   LABELS agent)
