@@ -134,6 +134,12 @@ class DevicePlugin::Impl {
   bool SetTopology(MachineTopology topology) {
     std::lock_guard<std::mutex> lock(mu_);
     if (topology.gpu_count() != topology_->gpu_count()) return false;
+    // A GPU that stopped answering may have lost its UUID and NUMA node: it keeps its identity
+    // (its device IDs must not change under kubelet), only its health changes.
+    for (int i = 0; i < topology.gpu_count(); ++i) {
+      if (topology.gpu(i).uuid.empty()) topology.gpu(i).uuid = topology_->gpu(i).uuid;
+      if (topology.gpu(i).numa_node < 0) topology.gpu(i).numa_node = topology_->gpu(i).numa_node;
+    }
     SetTopologyLocked(std::move(topology));
     return true;
   }

@@ -88,7 +88,7 @@ class DevicePlugin {
 
   // New health (or anything else) from discovery: ListAndWatch sends the list again when the
   // advertised devices change. The GPU count must not change (it returns false and keeps the old
-  // one).
+  // one). A GPU the new topology knows no UUID or NUMA node of keeps the ones it had.
   bool SetTopology(MachineTopology topology);
 
   std::string socket_path() const;

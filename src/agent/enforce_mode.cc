@@ -2,6 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
 #include "src/agent/command_runner.h"
 #include "src/agent/device_plugin.h"
 #include "src/agent/kube_pod_source.h"
@@ -49,6 +53,28 @@ struct EnforceMode::Impl {
   KubePodSource pods;
   PodResourcesClient pod_resources;
   std::unique_ptr<DevicePlugin> plugin;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stopping = false;  // GUARDED_BY(mu)
+  std::thread rediscovery;
+
+  void Rediscover() {
+    std::unique_lock<std::mutex> lock(mu);
+    while (!stopping) {
+      cv.wait_for(lock, options.rediscover_period);
+      if (stopping) break;
+      lock.unlock();
+      SubprocessRunner runner;
+      Result<Discovery> found = DiscoverTopology(options.discovery, runner);
+      if (!found.ok()) {
+        spdlog::warn("enforce: discovery: {}", found.status().message());
+      } else if (!plugin->SetTopology(std::move(found->machine))) {
+        spdlog::warn("enforce: discovery found another GPU count; restart the agent to follow it");
+      }
+      lock.lock();
+    }
+  }
 };
 
 EnforceMode::EnforceMode(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -82,6 +108,11 @@ Status EnforceMode::Start() {
     s.plugin.reset();
     return started.WithContext("enforce mode");
   }
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.stopping = false;
+  }
+  s.rediscovery = std::thread([&s] { s.Rediscover(); });
   spdlog::info("enforce: device plugin for {} on {} ({} replicas per GPU), {}",
                plugin.resource_name, s.plugin->socket_path(), plugin.replicas,
                s.plugin->registered() ? "registered with kubelet"
@@ -90,7 +121,14 @@ Status EnforceMode::Start() {
 }
 
 void EnforceMode::Stop() {
-  if (impl_ != nullptr && impl_->plugin != nullptr) impl_->plugin->Stop();
+  if (impl_ == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->stopping = true;
+    impl_->cv.notify_all();
+  }
+  if (impl_->rediscovery.joinable()) impl_->rediscovery.join();
+  if (impl_->plugin != nullptr) impl_->plugin->Stop();
 }
 
 bool EnforceMode::registered() const {

@@ -1,12 +1,14 @@
 // EnforceMode: what `gputopo agent run --mode enforce` adds to observe mode: the agent is
 // kubelet's device plugin for the resource (device_plugin.h). It owns the parts: the node's
 // topology (discovered once at Start), an API server client for the pods bound to this node,
-// kubelet's PodResources client, and the DevicePlugin.
+// kubelet's PodResources client, and the DevicePlugin; discovery runs again every
+// rediscover_period on a thread of its own, for health.
 //
 // Thread safety: Start and Stop from one thread.
 #ifndef GPUTOPO_SRC_AGENT_ENFORCE_MODE_H_
 #define GPUTOPO_SRC_AGENT_ENFORCE_MODE_H_
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +29,9 @@ struct EnforceOptions {
   std::string time_slicing_config;  // --time-slicing-config; empty: not given
   std::vector<std::string> trusted_schedulers = {"gputopo-scheduler"};
   DiscoveryOptions discovery;
+  // How often discovery runs again, so that a GPU that stops answering NVML is advertised
+  // unhealthy (ListAndWatch sends the new list).
+  std::chrono::milliseconds rediscover_period{30000};
 };
 
 // The sharing `options` state: --replicas, or the time-slicing config file, or 1 replica.
@@ -43,7 +48,8 @@ class EnforceMode {
   EnforceMode& operator=(const EnforceMode&) = delete;
 
   // Discovers the topology, serves the device plugin and registers with kubelet (retried until
-  // kubelet answers). Error when discovery fails or the plugin socket cannot be served.
+  // kubelet answers), and starts rediscovering. Error when discovery fails or the plugin socket
+  // cannot be served.
   Status Start();
   void Stop();
   bool registered() const;

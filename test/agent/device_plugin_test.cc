@@ -223,6 +223,35 @@ TEST_F(DevicePluginTest, TwoPodsBoundInTheSameSecond) {
   }
 }
 
+TEST_F(DevicePluginTest, InitContainersThenEachContainerItsShare) {
+  auto plugin = StartPlugin(2);
+  // kubelet: "setup" (init, 1) first, then "main" (2) reusing setup's device, all on the
+  // assignment (setup on its first GPU).
+  BoundPod staged = Bound("staged", "GPU-d3,GPU-d0", 2);
+  staged.containers = {{"main", 2, false}, {"setup", 1, true}};
+  pods_.Add(staged);
+  FakeKubelet::PodAllocation a = Admit(staged);
+  ASSERT_EQ(a.containers.size(), 2u);
+  EXPECT_EQ(a.containers[0].container, "setup");
+  EXPECT_THAT(a.containers[0].device_ids, ElementsAre(Id(3, 0)));
+  EXPECT_EQ(a.containers[1].container, "main");
+  EXPECT_THAT(a.containers[1].preferred_must_include, ElementsAre(Id(3, 0)));
+  EXPECT_THAT(a.containers[1].device_ids, UnorderedElementsAre(Id(3, 0), Id(0, 0)));
+
+  // Two containers of one each: consecutive slices of the assignment, in spec order.
+  BoundPod pair = Bound("pair", "GPU-d1,GPU-d4", 1, kT0 + seconds(1));
+  pair.containers = {{"one", 1, false}, {"two", 1, false}};
+  pods_.Add(pair);
+  FakeKubelet::PodAllocation b = Admit(pair);
+  ASSERT_EQ(b.containers.size(), 2u);
+  EXPECT_THAT(b.containers[0].device_ids, ElementsAre(Id(1, 0)));
+  EXPECT_THAT(b.containers[1].device_ids, ElementsAre(Id(4, 0)));
+  EXPECT_EQ(b.containers[1].envs["NVIDIA_VISIBLE_DEVICES"], "GPU-d4");
+  for (const AdmissionRecord& r : plugin->Admissions()) {
+    EXPECT_TRUE(r.identification.steered()) << r.identification.reason;
+  }
+}
+
 TEST_F(DevicePluginTest, APodDeletedDuringAdmissionFallsBack) {
   auto plugin = StartPlugin(2);
   const BoundPod gone = Bound("gone", "GPU-d7", 1);

@@ -5,6 +5,7 @@ gputopo_add_test(device_plugin_tests
   SOURCES
     device_plugin_test.cc
     enforce_api_test.cc
+    enforce_mode_test.cc
     kube_pod_source_test.cc
     pod_identification_test.cc
     replica_choice_test.cc
@@ -12,3 +13,6 @@ gputopo_add_test(device_plugin_tests
   LIBS gputopo_agent_plugin gputopo_agent_kubelet gputopo_fake_kubelet gputopo_kubelet_proto
        gputopo_fake_api_server yaml-cpp
   LABELS agent)
+add_dependencies(device_plugin_tests gputopo_fake_nvml)
+target_compile_definitions(device_plugin_tests PRIVATE
+  GPUTOPO_FAKE_NVML="$<TARGET_FILE:gputopo_fake_nvml>")

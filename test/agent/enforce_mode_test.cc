@@ -1,0 +1,94 @@
+// EnforceMode as `gputopo agent run --mode enforce` starts it: discovery through real dlopen of
+// the fake NVML, pods from the fake API server, the device plugin registered with the fake
+// kubelet; a GPU lost later is advertised unhealthy under the same device IDs.
+#include "src/agent/enforce_mode.h"
+
+#include <curl/curl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "test/agent/agent_test_support.h"
+#include "test/kube/kube_fixtures.h"
+#include "test/support/fake_api_server.h"
+#include "test/support/fake_clock.h"
+#include "test/support/fake_kubelet.h"
+
+namespace gputopo::agent {
+namespace {
+
+using gputopo::testing::FakeApiServer;
+using gputopo::testing::FakeKubelet;
+using ::testing::ElementsAre;
+
+constexpr std::chrono::seconds kWait{60};  // only ever reached when something is broken
+constexpr char kResource[] = "nvidia.com/gpu";
+constexpr char kGpu1[] = "GPU-l4-0000-4000-8000-000000000001";
+
+std::string Uuid(int gpu) { return "GPU-l4-0000-4000-8000-00000000000" + std::to_string(gpu); }
+
+TEST(EnforceModeTest, DiscoversRegistersSteersAndFollowsHealth) {
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  testing::UseMachine("pcie-4gpu-2numa");
+  testing::FakeSysfs sysfs("pcie-4gpu-2numa");
+  FakeApiServer api;
+  ASSERT_TRUE(api.Start());
+  FakeKubelet kubelet;
+  ASSERT_TRUE(kubelet.Start());
+  gputopo::testing::FakeClock clock;
+
+  EnforceOptions options;
+  options.node_name = "n1";
+  options.kubelet_dir = kubelet.kubelet_dir();
+  options.replicas = 2;
+  options.discovery.nvml_library = GPUTOPO_FAKE_NVML;
+  options.discovery.sysfs_root = sysfs.root();
+  options.discovery.nvidia_smi = "/nonexistent/nvidia-smi";
+  options.rediscover_period = std::chrono::milliseconds(100);
+  kube::KubeConfig config;
+  config.server = api.base_url();
+  Result<std::unique_ptr<EnforceMode>> made = EnforceMode::Create(options, config, clock);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  EnforceMode& enforce = **made;
+  ASSERT_TRUE(enforce.Start().ok());
+  ASSERT_TRUE(kubelet.WaitForPlugin(kResource, 1, kWait));
+  EXPECT_TRUE(enforce.registered());
+  std::optional<FakeKubelet::PluginInfo> info = kubelet.Plugin(kResource);
+  ASSERT_TRUE(info.has_value());
+  ASSERT_EQ(info->devices.size(), 8u);
+  EXPECT_EQ(info->devices[0], (FakeKubelet::Device{Uuid(0) + "::0", true, 0}));
+  EXPECT_EQ(info->devices[7], (FakeKubelet::Device{Uuid(3) + "::1", true, 1}));
+
+  // A pod gputopo bound here on GPU 1 is steered there.
+  nlohmann::json pod =
+      gputopo::testing::GpuPod("default", "p", 1, {{"gputopo.io/assigned-gpus", kGpu1}});
+  pod["spec"]["nodeName"] = "n1";
+  std::optional<nlohmann::json> created = api.CreatePod(pod);
+  ASSERT_TRUE(created.has_value());
+  FakeKubelet::Pod admitted_pod;
+  admitted_pod.name = "p";
+  admitted_pod.uid = (*created)["metadata"]["uid"].get<std::string>();
+  admitted_pod.containers = {{"main", 1, false}};
+  Result<FakeKubelet::PodAllocation> admitted = kubelet.AdmitPod(admitted_pod, kResource);
+  ASSERT_TRUE(admitted.ok()) << admitted.status().ToString();
+  ASSERT_EQ(admitted->containers.size(), 1u);
+  EXPECT_THAT(admitted->containers[0].device_ids, ElementsAre(std::string(kGpu1) + "::0"));
+  EXPECT_EQ(admitted->containers[0].envs["NVIDIA_VISIBLE_DEVICES"], kGpu1);
+
+  // GPUs 2 and 3 stop answering: the next discovery advertises them unhealthy, same IDs.
+  testing::UseMachine("pcie-4gpu-lost");
+  ASSERT_TRUE(gputopo::testing::WaitFor([&] {
+    info = kubelet.Plugin(kResource);
+    return info.has_value() && info->devices.size() == 8u && !info->devices[4].healthy;
+  }));
+  for (int i = 0; i < 8; ++i) {
+    const int gpu = i / 2;
+    EXPECT_EQ(
+        info->devices[static_cast<size_t>(i)],
+        (FakeKubelet::Device{Uuid(gpu) + "::" + std::to_string(i % 2), gpu < 2, gpu < 2 ? 0 : 1}))
+        << i;
+  }
+  enforce.Stop();
+}
+
+}  // namespace
+}  // namespace gputopo::agent
