@@ -63,6 +63,16 @@ TEST(NvmlDiscoveryTest, HgxH100OnNvSwitchMatchesTheProfile) {
   EXPECT_THAT(got->notes, IsEmpty());  // MIG disabled says nothing
 }
 
+TEST(NvmlDiscoveryTest, Dgx2V100OnNvSwitchMatchesTheProfile) {
+  // 16 GPUs on two baseboards, 6 switch links each: NV6 between every pair, across boards too.
+  Result<Discovery> got = DiscoverFake("dgx2-v100");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ExpectMatchesProfile(got->machine, Profile("dgx2-v100"));
+  EXPECT_EQ(got->machine.link(0, 15), kNv(6));
+  EXPECT_EQ(got->machine.gpu(15).uuid, "GPU-d2-0000-4000-8000-000000000015");
+  EXPECT_THAT(got->notes, IsEmpty());
+}
+
 TEST(NvmlDiscoveryTest, NvSwitchPairsTakeTheSmallerSwitchLinkCount) {
   Result<Discovery> got = DiscoverFake("hgx-h100-degraded");
   ASSERT_TRUE(got.ok()) << got.status().ToString();
