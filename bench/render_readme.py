@@ -127,6 +127,14 @@ def scheduler_load(out):
     return "\n".join(lines)
 
 
+def agent(out):
+    """agent_bench's tables (results/agent.md), or a line saying they are not there."""
+    path = os.path.join(out, "agent.md")
+    if not os.path.exists(path):
+        return "Not measured yet (`bench/run` writes `results/agent.md`)."
+    return read(out, "agent.md")
+
+
 def readme(out):
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
@@ -139,7 +147,7 @@ def readme(out):
         date=datetime.date.today().isoformat(), commit=commit or "?", cpu=cpu,
         cores=os.cpu_count(), alibaba=read(out, "alibaba.md"), topology=read(out, "topology.md"),
         latency=read(out, "latency.md"), micro=read(out, "micro.txt"), targets=targets(out),
-        scheduler_load=scheduler_load(out)))
+        scheduler_load=scheduler_load(out), agent=agent(out)))
 
 
 TEMPLATE = """# Benchmarks
@@ -158,6 +166,7 @@ Last run: {date}, commit {commit}, {cpu} ({cores} cores).
 | `latency_extender` | filter/prioritize/bind latency over loopback HTTP (p50/p99), resident memory | `build/release/bench/latency_extender --nodes 100,1000,5000` |
 | `scheduler_load` | pods/s of a kube-scheduler-shaped loop with gputopo and without an extender, bind and filter latency under load | `build/release/bench/scheduler_load --nodes 300,5000 --pods 2000` |
 | `micro_extender` | the request path without HTTP (Google Benchmark) | `build/release/bench/micro_extender` |
+| `agent_bench` | the node agent: discovery on 8 and 16 GPUs, GetPreferredAllocation + Allocate latency (p50/p99), `gputopo agent run`'s memory and PodResources polling | `build/release/bench/agent_bench --runs 50 --admissions 300` |
 
 ## Placement quality: Alibaba GPU-sharing trace
 
@@ -265,6 +274,32 @@ included, within 0.174 ms (0.156 / 0.9); the latency section above has each of t
 tenths of a millisecond end-to-end.
 
 {scheduler_load}
+
+## Node agent
+
+`agent_bench`, on the fakes of the tests. *Discovery*: `DiscoverTopology` through real `dlopen`
+of the fake NVML the build produces (`test/fakes/fake_nvml/`, machines `dgx1-v100` and the
+16-GPU NVSwitch `dgx2-v100`), each run opening the library, `nvmlInit` (the fake reads its
+machine file then), reading every GPU, link and pair, and closing it; *the reads alone* are
+`DiscoverWithNvml` on a library opened once. *Admission*: the enforce-mode device plugin served
+on a unix socket and registered with the fake kubelet, which admits each pod as kubelet does
+(`GetPreferredAllocation`, then `Allocate`, over gRPC); the time is one `AdmitPod`, what kubelet
+waits on per container. DGX-1, 4 replicas per GPU, rounds of five pods (1, 2, 1, 4 and 8 GPUs)
+carrying `gputopo.io/assigned-gpus`, removed after each round; the plugin identifies each pod
+among the pods bound to the node, taken from memory or listed from the fake API server on each
+admission as `--mode enforce` does, and asks PodResources which containers hold devices.
+*Steered* counts admissions that got exactly the assigned GPUs. *100 more bound*: 16 gputopo
+pods holding two replicas of every GPU (listed by PodResources) and 84 without GPUs. The last
+rows and table are the real `gputopo agent run` against the fake API server and the fake
+kubelet: observe mode beside NVIDIA's stock plugin, and enforce mode admitting the pods through
+its own plugin; memory read from `/proc/<pid>/status` once it is ready, has written every pod's
+`gputopo.io/observed-gpus` and has run a few more passes, and the requests it made over the
+window that follows.
+
+{agent}
+
+Targets (issue #12): admission p99 under 2 ms, the agent's RSS under 40 MiB, PodResources polled
+at most once per second.
 
 ## Request path, without HTTP
 
