@@ -44,7 +44,7 @@ struct EnforceMode::Impl {
               return client;
             }(),
             clock),
-        pods(kube, options.node_name, options.resource_name),
+        pods(kube, options.node_name, sharing.advertised_resource),  // what pods request
         pod_resources(options.kubelet_dir + "/pod-resources/kubelet.sock") {}
 
   const EnforceOptions options;
@@ -129,6 +129,10 @@ void EnforceMode::Stop() {
   }
   if (impl_->rediscovery.joinable()) impl_->rediscovery.join();
   if (impl_->plugin != nullptr) impl_->plugin->Stop();
+}
+
+const std::string& EnforceMode::advertised_resource() const {
+  return impl_->sharing.advertised_resource;
 }
 
 bool EnforceMode::registered() const {

@@ -53,6 +53,9 @@ class EnforceMode {
   Status Start();
   void Stop();
   bool registered() const;
+  // The resource registered with kubelet: --resource-name, or the config's rename of it. Pods
+  // request it, and PodResources lists it.
+  const std::string& advertised_resource() const;
 
  private:
   struct Impl;

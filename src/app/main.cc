@@ -232,6 +232,7 @@ int RunAgent(agent::AgentOptions options, const std::string& mode, const std::st
       return 2;
     }
     enforcer = std::move(made).value();
+    options.resource_name = enforcer->advertised_resource();  // observe it as renamed
   }
   Result<std::unique_ptr<agent::AgentServer>> created =
       agent::AgentServer::Create(std::move(options), std::move(config).value(), clock);

@@ -7,6 +7,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "test/agent/agent_test_support.h"
 #include "test/kube/kube_fixtures.h"
 #include "test/support/fake_api_server.h"
@@ -88,6 +90,50 @@ TEST(EnforceModeTest, DiscoversRegistersSteersAndFollowsHealth) {
         << i;
   }
   enforce.Stop();
+}
+
+TEST(EnforceModeTest, ARenamedResourceIsRegisteredAndSteered) {
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  testing::UseMachine("pcie-4gpu-2numa");
+  testing::FakeSysfs sysfs("pcie-4gpu-2numa");
+  FakeApiServer api;
+  ASSERT_TRUE(api.Start());
+  FakeKubelet kubelet;
+  ASSERT_TRUE(kubelet.Start());
+  gputopo::testing::FakeClock clock;
+  const std::string config_path = kubelet.kubelet_dir() + "/time-slicing.yaml";
+  std::ofstream(config_path) << "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n"
+                                "    resources:\n    - name: nvidia.com/gpu\n      replicas: 3\n";
+  EnforceOptions options;
+  options.node_name = "n1";
+  options.kubelet_dir = kubelet.kubelet_dir();
+  options.time_slicing_config = config_path;
+  options.discovery.nvml_library = GPUTOPO_FAKE_NVML;
+  options.discovery.sysfs_root = sysfs.root();
+  options.discovery.nvidia_smi = "/nonexistent/nvidia-smi";
+  kube::KubeConfig config;
+  config.server = api.base_url();
+  Result<std::unique_ptr<EnforceMode>> made = EnforceMode::Create(options, config, clock);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  EXPECT_EQ((*made)->advertised_resource(), "nvidia.com/gpu.shared");
+  ASSERT_TRUE((*made)->Start().ok());
+  const std::string shared = "nvidia.com/gpu.shared";
+  ASSERT_TRUE(kubelet.WaitForPlugin(shared, 1, kWait));
+  EXPECT_EQ(kubelet.Plugin(shared)->devices.size(), 12u);
+
+  nlohmann::json pod =
+      gputopo::testing::GpuPod("default", "p", 1, {{"gputopo.io/assigned-gpus", Uuid(3)}});
+  pod["spec"]["nodeName"] = "n1";
+  nlohmann::json& resources = pod["spec"]["containers"][0]["resources"];
+  resources = {{"requests", {{shared, "1"}}}, {"limits", {{shared, "1"}}}};
+  ASSERT_TRUE(api.CreatePod(pod).has_value());
+  FakeKubelet::Pod admitted_pod;
+  admitted_pod.name = "p";
+  admitted_pod.containers = {{"main", 1, false}};
+  Result<FakeKubelet::PodAllocation> admitted = kubelet.AdmitPod(admitted_pod, shared);
+  ASSERT_TRUE(admitted.ok()) << admitted.status().ToString();
+  EXPECT_THAT(admitted->containers[0].device_ids, ElementsAre(Uuid(3) + "::0"));
+  (*made)->Stop();
 }
 
 }  // namespace
