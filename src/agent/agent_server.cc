@@ -2,11 +2,15 @@
 
 #include <spdlog/spdlog.h>
 
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <utility>
 
 #include "src/agent/command_runner.h"
 #include "src/agent/observer.h"
 #include "src/agent/pod_resources_client.h"
+#include "src/agent/topology_publisher.h"
 #include "src/http/http_server.h"
 #include "src/kube/kube_client.h"
 #include "src/observability/metrics.h"
@@ -53,9 +57,44 @@ struct AgentServer::Impl {
     return {};
   }
 
+  // Publishes `topology` on the Node; failures are logged (the next rediscovery tries again).
+  void PublishTopology(const MachineTopology& topology) {
+    if (!options.publish_topology || topology.gpu_count() == 0) return;
+    Result<PublishOutcome> published = publisher.Publish(topology);
+    if (!published.ok()) {
+      spdlog::warn("agent: cannot publish the topology on node {}: {}", options.node_name,
+                   published.status().message());
+    } else if (*published == PublishOutcome::kWritten) {
+      spdlog::info("agent: published the topology of node {} ({} GPUs)", options.node_name,
+                   topology.gpu_count());
+    }
+  }
+
+  // Every `options.rediscover`: discovery again, and the document published when it changed.
+  void RediscoverLoop() {
+    std::unique_lock<std::mutex> lock(mu);
+    while (!stop) {
+      if (cv.wait_for(lock, options.rediscover, [&] { return stop; })) return;
+      lock.unlock();
+      SubprocessRunner runner;
+      Result<Discovery> found = DiscoverTopology(options.discovery, runner);
+      if (found.ok()) {
+        PublishTopology(found->machine);
+      } else {
+        spdlog::warn("agent: rediscovery failed: {}", found.status().message());
+      }
+      lock.lock();
+    }
+  }
+
   AgentOptions options;
   const Clock& clock;
   kube::KubeClient kube;
+  TopologyPublisher publisher{kube, options.node_name};
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;  // GUARDED_BY(mu)
+  std::thread rediscover_thread;
   PodResourcesClient pod_resources;
   observability::MetricsRegistry metrics;
   std::unique_ptr<Observer> observer;  // set by Start()
@@ -97,6 +136,7 @@ Status AgentServer::Start() {
                    found.status().message());
     }
   }
+  s.PublishTopology(topology);
   ObserverOptions observe;
   observe.node_name = s.options.node_name;
   observe.resource_name = s.options.resource_name;
@@ -121,6 +161,9 @@ Status AgentServer::Start() {
       });
   if (Status started = s.http->Start(); !started.ok()) return started;
   s.observer->Start();
+  if (!s.options.topology && s.options.publish_topology && s.options.rediscover.count() > 0) {
+    s.rediscover_thread = std::thread([&s] { s.RediscoverLoop(); });
+  }
   spdlog::info("agent: observing node {} ({} from {}); /healthz /readyz /metrics on {}:{}",
                s.options.node_name, s.options.resource_name, s.pod_resources.socket_path(),
                s.options.listen_host, s.http->port());
@@ -138,6 +181,12 @@ void AgentServer::RequestStop() {
 void AgentServer::Wait() {
   if (impl_->http != nullptr) impl_->http->Wait();
   if (impl_->observer != nullptr) impl_->observer->Stop();
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->stop = true;
+  }
+  impl_->cv.notify_all();
+  if (impl_->rediscover_thread.joinable()) impl_->rediscover_thread.join();
 }
 
 }  // namespace gputopo::agent

@@ -5,8 +5,9 @@
 //   /readyz   200 once an observe pass has read both the API server and PodResources (and while
 //             the latest one did), else 503 with the reason
 //   /metrics  Prometheus text
-// The node's topology (discovery, through NVML or nvidia-smi) resolves index-form device IDs;
-// when discovery fails the agent still serves, mapping UUID forms only, and says so.
+// The node's topology (discovery, through NVML or nvidia-smi) resolves index-form device IDs and
+// is published on the Node (TopologyPublisher), again after each periodic rediscovery; when
+// discovery fails the agent still serves, mapping UUID forms only, and says so.
 //
 // Thread safety: Start, RequestStop and Wait as HttpServer's (RequestStop from any thread).
 #ifndef GPUTOPO_SRC_AGENT_AGENT_SERVER_H_
@@ -35,6 +36,11 @@ struct AgentOptions {
   DiscoveryOptions discovery;
   // When set, used instead of discovery (tests; a node whose discovery is known to fail).
   std::optional<MachineTopology> topology;
+  // The topology found is published as the node annotation gputopo.io/topology (written only
+  // when it differs), at Start and then after each rediscovery, every `rediscover` (0: only at
+  // Start). Rediscovery is what marks a GPU that stopped answering NVML unhealthy.
+  bool publish_topology = true;
+  std::chrono::milliseconds rediscover{60000};
 };
 
 class AgentServer {

@@ -462,6 +462,15 @@ int Main(int argc, char** argv) {
                         "NVML, as dlopen takes it");
   agent_run->add_option("--sysfs-root", agent_options.discovery.sysfs_root,
                         "where sysfs is mounted");
+  int rediscover_seconds = 60;
+  agent_run
+      ->add_option("--rediscover-seconds", rediscover_seconds,
+                   "discover the topology again this often and publish it when it changed (GPU "
+                   "health); 0: only at start")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 86400));
+  agent_run->add_flag("!--no-publish-topology", agent_options.publish_topology,
+                      "do not write the gputopo.io/topology node annotation");
 
   try {
     cli.parse(argc, argv);
@@ -479,6 +488,7 @@ int Main(int argc, char** argv) {
   if (*profiles) return RunListProfiles();
   if (*discover) return RunAgentDiscover(discovery);
   if (*agent_run) {
+    agent_options.rediscover = std::chrono::seconds(rediscover_seconds);
     return RunAgent(std::move(agent_options), agent_mode, agent_listen, agent_kubeconfig,
                     std::move(enforce_options));
   }

@@ -102,5 +102,20 @@ TEST_F(AgentServerTest, ServesProbesAndIsReadyOnceKubeletAnswers) {
   agent.Wait();
 }
 
+// The topology the agent knows is on the Node once it has started, for the extender to read.
+TEST_F(AgentServerTest, PublishesTheTopologyOnItsNode) {
+  ASSERT_TRUE(api_.CreateNode(testing::GpuNode("n1")).has_value());
+  Result<std::unique_ptr<AgentServer>> created = AgentServer::Create(Options(), config_, clock_);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  ASSERT_TRUE((*created)->Start().ok());
+  std::optional<json> node = api_.GetNodeObject("n1");
+  ASSERT_TRUE(node.has_value());
+  const std::string document =
+      (*node)["metadata"].value("annotations", json::object()).value("gputopo.io/topology", "");
+  EXPECT_NE(document.find("\"GPU-a\""), std::string::npos) << document;
+  (*created)->RequestStop();
+  (*created)->Wait();
+}
+
 }  // namespace
 }  // namespace gputopo::agent
