@@ -3,6 +3,7 @@
 #include "src/agent/device_plugin.h"
 
 #include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -403,6 +404,18 @@ class DevicePlugin::Impl {
     record.answer = record.identification.steered()
                         ? record.identification.device_ids
                         : ChooseFallback(request, *topology, shape.get(), options_.replicas);
+    // One line per request: steering at debug, the fallback (rare, and worth knowing) at info.
+    std::string answer_text;
+    for (const std::string& id : record.answer)
+      answer_text += (answer_text.empty() ? "" : ",") + id;
+    if (record.identification.steered()) {
+      spdlog::debug("enforce: {}/{} container {} steered to {}",
+                    record.identification.namespace_name, record.identification.pod_name,
+                    record.identification.container, answer_text);
+    } else {
+      spdlog::info("enforce: {} of {} not steered ({}); own choice {}", request.allocation_size,
+                   options_.resource_name, record.identification.reason, answer_text);
+    }
     std::lock_guard<std::mutex> lock(mu_);
     if (record.identification.steered()) {
       if (pending_.size() >= kPendingKept) pending_.erase(pending_.begin());
