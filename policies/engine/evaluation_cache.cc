@@ -45,11 +45,21 @@ void EvaluationCache::Insert(const NodeState& node, GpuMask group_gpus, uint64_t
   {
     std::lock_guard<std::mutex> lock(answers_mutex_);
     if (newer_.size() >= kNodeAnswers / 2) {
-      retired = std::exchange(older_, std::move(newer_));
+      if (retired_.empty()) {
+        retired_ = std::exchange(older_, std::move(newer_));
+      } else {
+        retired = std::exchange(older_, std::move(newer_));
+      }
       newer_ = Answers();
     }
     newer_.insert_or_assign(AnswerKey{node.version(), shape_id, group_gpus}, std::move(evaluation));
   }
+}
+
+void EvaluationCache::ReleaseRetired() {
+  Answers retired;  // freed outside the lock
+  std::lock_guard<std::mutex> lock(answers_mutex_);
+  retired.swap(retired_);
 }
 
 size_t EvaluationCache::node_answers() const {
@@ -142,13 +152,20 @@ std::shared_ptr<const void> ShapeTable::Pin() {
   return owned_;
 }
 
+void ShapeTable::SeedFrom(const ShapeTable& base) {
+  slots_ = base.slots_;
+  borrowed_ = base.owned_;
+}
+
 void ShapeTable::Compact() {
   auto fresh = std::make_shared<Owned>();
   std::unordered_map<const NodeEvaluation*, size_t> fresh_at;
   for (const Slot& slot : slots_) {
     if (slot.ref.evaluation == nullptr) continue;
+    const auto own = owned_at_.find(slot.ref.evaluation);
+    if (own == owned_at_.end()) continue;  // borrowed: kept alive by borrowed_
     if (fresh_at.try_emplace(slot.ref.evaluation, fresh->size()).second) {
-      fresh->push_back((*owned_)[owned_at_.at(slot.ref.evaluation)]);
+      fresh->push_back((*owned_)[own->second]);
     }
   }
   owned_ = std::move(fresh);

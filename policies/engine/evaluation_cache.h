@@ -58,6 +58,16 @@ class ShapeTable {
   void Prefetch(size_t position) const { __builtin_prefetch(&slots_[position]); }
   // Find()'s evaluation, owned: for another table to keep as its own answer.
   std::shared_ptr<const NodeEvaluation> FindOwned(size_t position, uint64_t version) const;
+  // True until the table has stored or been seeded with any answer.
+  bool fresh() const { return owned_->empty() && borrowed_ == nullptr; }
+  // Takes every slot of `base` (attached to the same index; the caller holds both mutexes) and
+  // keeps base's evaluations alive for as long as this table lives (borrowed()). The caller
+  // then Forget()s the slots whose answers differ for this table (nodes holding its group).
+  void SeedFrom(const ShapeTable& base);
+  void Forget(size_t position) { slots_[position] = Slot{}; }
+  // The evaluations seeded from another table, which cycles reading this one must keep alive
+  // too (beside Pin()); null when not seeded.
+  const std::shared_ptr<const void>& borrowed() const { return borrowed_; }
   // Keeps `evaluation` as the answer at `position` for NodeState `version`, unless the slot
   // holds a newer version's (versions grow as nodes change: a cycle on an older snapshot, racing
   // a refresh, must not put older answers back). Returns the reference to `evaluation`.
@@ -84,6 +94,7 @@ class ShapeTable {
   // the next Compact). Append-only: pinned sets are never changed after they are replaced.
   std::shared_ptr<Owned> owned_ = std::make_shared<Owned>();
   std::unordered_map<const NodeEvaluation*, size_t> owned_at_;  // position in *owned_
+  std::shared_ptr<const void> borrowed_;  // SeedFrom's base evaluations; never changed here
 };
 
 // The part of a pod's requirements and preset an evaluation depends on, apart from the group.
@@ -100,6 +111,10 @@ class EvaluationCache {
   void Insert(const NodeState& node, GpuMask group_gpus, uint64_t shape_id,
               std::shared_ptr<const NodeEvaluation> evaluation);
   size_t node_answers() const;  // entries in both generations
+  // Frees the generation the last Insert()s dropped. Dropping tens of thousands of answers
+  // takes milliseconds, so Insert (on the request path) only sets them aside and the background
+  // refresher frees them; with one generation already set aside, Insert frees the older inline.
+  void ReleaseRetired();
 
   // The table of `shape_id` for pods of `pod`'s group (TableGroup), made (and the least
   // recently used one dropped) when there is none. `pod` and `preset` are what its evaluations
@@ -157,8 +172,9 @@ class EvaluationCache {
   using Answers =
       std::unordered_map<AnswerKey, std::shared_ptr<const NodeEvaluation>, AnswerKeyHash>;
   mutable std::mutex answers_mutex_;
-  Answers newer_;  // GUARDED_BY(answers_mutex_)
-  Answers older_;  // GUARDED_BY(answers_mutex_)
+  Answers newer_;    // GUARDED_BY(answers_mutex_)
+  Answers older_;    // GUARDED_BY(answers_mutex_)
+  Answers retired_;  // GUARDED_BY(answers_mutex_): dropped, not yet freed (ReleaseRetired)
   std::atomic<uint64_t> hits_{0};
   std::atomic<uint64_t> misses_{0};
 };

@@ -64,6 +64,7 @@ uint64_t TableRefresher::Refresh(const std::shared_ptr<const policies::ClusterSn
     synced.emplace_back(shape.table, snapshot->generation());
   }
   synced_ = std::move(synced);  // tables no longer recent are forgotten
+  cache_.ReleaseRetired();      // node answers the request path set aside, freed here
   last_ = snapshot;
   return evaluated;
 }
