@@ -5,6 +5,7 @@
 #include <set>
 #include <tuple>
 
+#include "policies/state/cluster_state.h"
 #include "src/agent/device_ids.h"
 
 namespace gputopo::agent {
@@ -12,21 +13,6 @@ namespace {
 
 // How many rejected pods a reason names before "and N more".
 constexpr size_t kReasonsShown = 4;
-
-std::vector<std::string> SplitList(std::string_view value) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= value.size()) {
-    size_t end = value.find(',', start);
-    if (end == std::string_view::npos) end = value.size();
-    std::string_view item = value.substr(start, end - start);
-    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-    if (!item.empty()) out.emplace_back(item);
-    start = end + 1;
-  }
-  return out;
-}
 
 // A device ID of the request, mapped.
 struct Replica {
@@ -71,7 +57,7 @@ std::string_view IdentificationVerdictName(IdentificationVerdict verdict) {
 
 AssignedGpus ParseAssignedGpus(std::string_view value, const MachineTopology& topology) {
   AssignedGpus out;
-  const std::vector<std::string> items = SplitList(value);
+  const std::vector<std::string> items = policies::SplitAssignedGpus(value);
   if (items.empty()) {
     out.error = "assigned-gpus is empty";
     return out;
