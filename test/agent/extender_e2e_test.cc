@@ -60,6 +60,15 @@ std::set<std::string> Split(const std::string& value) {
 // The physical GPU of a replica device ID (GPU-<uuid>::<n>).
 std::string GpuOfDevice(const std::string& id) { return id.substr(0, id.find("::")); }
 
+// A Deployment of 8 single-GPU replicas, a 2-GPU and a 4-GPU pod (name, GPUs).
+std::vector<std::pair<std::string, int>> Workload() {
+  std::vector<std::pair<std::string, int>> pods;
+  for (int i = 0; i < 8; ++i) pods.emplace_back("web-" + std::to_string(i), 1);
+  pods.emplace_back("pair", 2);
+  pods.emplace_back("quad", 4);
+  return pods;
+}
+
 class ExtenderAndAgentTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -136,7 +145,22 @@ class ExtenderAndAgentTest : public ::testing::Test {
     return json::parse(bound->body)["Error"];
   }
 
-  // kubelet admits the bound pod (one container requesting `gpus`) through the stock plugin.
+  // Creates `pods` (the web-* ones in group "web"), then for each in turn: kube-scheduler's
+  // round through gputopo, and kubelet's admission through whichever plugin is registered.
+  void CreateScheduleAndAdmit(const std::vector<std::pair<std::string, int>>& pods) {
+    for (const auto& [name, gpus] : pods) {
+      json pod = testing::GpuPod("ml", name, gpus);
+      if (name.rfind("web-", 0) == 0) pod["metadata"]["annotations"]["gputopo.io/group"] = "web";
+      ASSERT_TRUE(api_.CreatePod(pod).has_value());
+    }
+    ASSERT_TRUE(WaitFor([&] { return app_->state().Counts().pods == pods.size(); }));
+    for (const auto& [name, gpus] : pods) {
+      ASSERT_EQ(Schedule(name), "") << name;
+      ASSERT_NO_FATAL_FAILURE(Admit(name, gpus));
+    }
+  }
+
+  // kubelet admits the bound pod (one container requesting `gpus`) through the registered plugin.
   void Admit(const std::string& name, int gpus) {
     const auto pod = api_.GetPodObject("ml", name);
     ASSERT_TRUE(pod.has_value());
@@ -193,29 +217,10 @@ class ExtenderAndAgentTest : public ::testing::Test {
   std::unique_ptr<agent::DevicePlugin> plugin_;
 };
 
-// A Deployment of 8 single-GPU replicas, a 2-GPU and a 4-GPU pod (name, GPUs).
-std::vector<std::pair<std::string, int>> Workload() {
-  std::vector<std::pair<std::string, int>> pods;
-  for (int i = 0; i < 8; ++i) pods.emplace_back("web-" + std::to_string(i), 1);
-  pods.emplace_back("pair", 2);
-  pods.emplace_back("quad", 4);
-  return pods;
-}
-
 TEST_F(ExtenderAndAgentTest, ObserveModeTheExtenderFollowsWhatKubeletReallyGave) {
   kubelet_.AddStockPlugin(kResource, devices_);
   const std::vector<std::pair<std::string, int>> pods = Workload();
-  for (const auto& [name, gpus] : pods) {
-    json pod = testing::GpuPod("ml", name, gpus);
-    if (name.rfind("web-", 0) == 0) pod["metadata"]["annotations"]["gputopo.io/group"] = "web";
-    ASSERT_TRUE(api_.CreatePod(pod).has_value());
-  }
-  ASSERT_TRUE(WaitFor([&] { return app_->state().Counts().pods == pods.size(); }));
-  for (const auto& [name, gpus] : pods) {
-    ASSERT_EQ(Schedule(name), "") << name;
-    // gputopo spread the replicas: each on its own GPU, as assigned.
-    Admit(name, gpus);
-  }
+  ASSERT_NO_FATAL_FAILURE(CreateScheduleAndAdmit(pods));
   std::set<std::string> assigned_web;
   for (int i = 0; i < 8; ++i) {
     assigned_web.merge(Split(Annotation("web-" + std::to_string(i), "gputopo.io/assigned-gpus")));
@@ -278,16 +283,7 @@ TEST_F(ExtenderAndAgentTest, EnforceModeObservedEqualsAssignedForEveryPod) {
   ASSERT_TRUE(plugin_->Start().ok());
   ASSERT_TRUE(kubelet_.WaitForPlugin(kResource, 1, kAnswerDeadline));
   const std::vector<std::pair<std::string, int>> pods = Workload();
-  for (const auto& [name, gpus] : pods) {
-    json pod = testing::GpuPod("ml", name, gpus);
-    if (name.rfind("web-", 0) == 0) pod["metadata"]["annotations"]["gputopo.io/group"] = "web";
-    ASSERT_TRUE(api_.CreatePod(pod).has_value());
-  }
-  ASSERT_TRUE(WaitFor([&] { return app_->state().Counts().pods == pods.size(); }));
-  for (const auto& [name, gpus] : pods) {
-    ASSERT_EQ(Schedule(name), "") << name;
-    Admit(name, gpus);
-  }
+  ASSERT_NO_FATAL_FAILURE(CreateScheduleAndAdmit(pods));
   const agent::ObserverPass pass = observer_->RunOnce();
   ASSERT_TRUE(pass.status.ok()) << pass.status.ToString();
   const auto truth = Truth();
