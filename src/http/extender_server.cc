@@ -36,6 +36,10 @@ constexpr size_t kPooledParserBytes = 8u << 20;
 constexpr size_t kAdminMaxBodyBytes = 64u << 10;
 // Cycle records waiting for the recorder's thread before handlers commit their own.
 constexpr size_t kMaxPendingRecords = 64;
+// How long the recorder gathers records before committing them (DecisionRecorder): readers of
+// the log flush it first, so only the recorder's wake-ups depend on it, once per delay instead
+// of once per verb.
+constexpr std::chrono::milliseconds kRecordBatchDelay(20);
 
 long long MicrosSince(const Clock& clock, std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::microseconds>(clock.MonotonicNow() - start)
@@ -78,7 +82,7 @@ struct ExtenderServer::Impl {
             &RenderError) {
     if (deps.metrics != nullptr) metrics.emplace(*deps.metrics);
     recorder.emplace([this](std::shared_ptr<service::CycleRecord> record) { Commit(record); },
-                     kMaxPendingRecords, deps.background_thread_start);
+                     kMaxPendingRecords, deps.background_thread_start, kRecordBatchDelay);
     if (options.admin_port >= 0) {
       HttpServerOptions admin_options = options.http;
       admin_options.host = options.admin_host;

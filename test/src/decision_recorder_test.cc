@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <future>
 #include <set>
 #include <string>
@@ -235,6 +236,51 @@ TEST(DecisionRecorderTest, DestructionCommitsWhatIsPending) {
     for (int i = 0; i < 300; ++i) recorder.Submit(Record(std::to_string(i)));
   }
   EXPECT_EQ(committed.size(), 300u);
+}
+
+// With a batch delay far beyond the test's length, every way a batch ends early is exercised:
+// if one did not, the test would hang until ctest's timeout and fail.
+constexpr auto kForever = std::chrono::hours(1);
+
+TEST(DecisionRecorderTest, FlushEndsABatchDelay) {
+  Committed committed;
+  DecisionRecorder recorder(committed.Fn(), 8, {}, kForever);
+  recorder.Submit(Record("a"));
+  recorder.Submit(Record("b"));
+  // Gives the thread time to start waiting out the delay, so that Flush has one to end. A slow
+  // run cannot fail here: the thread then sees the Flush before it waits, and commits at once.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  recorder.Flush();
+  EXPECT_EQ(committed.size(), 2u);
+  recorder.Submit(Record("c"));  // a second batch, after the first one ended
+  recorder.Flush();
+  EXPECT_EQ(committed.size(), 3u);
+}
+
+TEST(DecisionRecorderTest, HalfAQueueEndsABatchDelayWithoutFlush) {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<std::string> pods;  // GUARDED_BY(mutex)
+  DecisionRecorder recorder(
+      [&](std::shared_ptr<CycleRecord> record) {
+        std::lock_guard<std::mutex> lock(mutex);
+        pods.push_back(record->pod_key);
+        changed.notify_all();
+      },
+      8, {}, kForever);
+  for (int i = 0; i < 4; ++i) recorder.Submit(Record(std::to_string(i)));  // 4 = 8 / 2
+  std::unique_lock<std::mutex> lock(mutex);
+  changed.wait(lock, [&] { return pods.size() == 4; });
+  EXPECT_EQ(pods, (std::vector<std::string>{"0", "1", "2", "3"}));
+}
+
+TEST(DecisionRecorderTest, DestructionEndsABatchDelayAndCommitsItAll) {
+  Committed committed;
+  {
+    DecisionRecorder recorder(committed.Fn(), 1000, {}, kForever);
+    for (int i = 0; i < 3; ++i) recorder.Submit(Record(std::to_string(i)));
+  }
+  EXPECT_EQ(committed.size(), 3u);
 }
 
 }  // namespace
