@@ -396,7 +396,17 @@ class DevicePlugin::Impl {
     if (pods.ok()) {
       record.identification =
           IdentifyAdmission(*pods, allocated, request, *topology, options_.trusted_schedulers);
-    } else {
+    }
+    if (pods_.cached() && !record.identification.steered()) {
+      // The cache may not have the pod yet (bound a moment ago): a live list decides.
+      Result<std::vector<BoundPod>> listed = pods_.ListNow();
+      if (listed.ok() || !pods.ok()) pods = std::move(listed);
+      if (pods.ok()) {
+        record.identification =
+            IdentifyAdmission(*pods, allocated, request, *topology, options_.trusted_schedulers);
+      }
+    }
+    if (!pods.ok()) {
       record.identification.verdict = IdentificationVerdict::kNoneQualify;
       record.identification.reason = "pods on this node unknown: " + pods.status().ToString();
     }

@@ -1,7 +1,7 @@
 # Included from src/CMakeLists.txt. The node agent's enforce mode: the device plugin (gRPC, kept
 # inside device_plugin.cc), pod identification and replica choice (pure), NVIDIA's time-slicing
-# config file (yaml-cpp), the pods bound to the node from the API server, and the wiring
-# `gputopo agent run --mode enforce` starts.
+# config file (yaml-cpp), the pods bound to the node from the API server (a watched cache, and a
+# live list when it lags), and the wiring `gputopo agent run --mode enforce` starts.
 add_library(gputopo_agent_plugin STATIC
   agent/device_plugin.cc
   agent/enforce_mode.cc
@@ -9,6 +9,7 @@ add_library(gputopo_agent_plugin STATIC
   agent/pod_identification.cc
   agent/replica_choice.cc
   agent/time_slicing_config.cc
+  agent/watched_pod_source.cc
 )
 target_include_directories(gputopo_agent_plugin PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(gputopo_agent_plugin

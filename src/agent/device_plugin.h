@@ -38,12 +38,16 @@
 
 namespace gputopo::agent {
 
-// The pods bound to this node, as the plugin needs them. Implementations answer from a watched
-// cache (observe mode's pod list); tests fake it.
+// The pods bound to this node, as the plugin needs them: a live list (KubePodSource) or a
+// watched cache (WatchedPodSource); tests fake it.
 class PodSource {
  public:
   virtual ~PodSource() = default;
   virtual Result<std::vector<BoundPod>> CurrentPods() = 0;
+  // A cache may lag the API server: ListNow() asks it. The plugin lists again when a cached
+  // answer gives no steering (the pod being admitted may have been bound a moment ago).
+  virtual bool cached() const { return false; }
+  virtual Result<std::vector<BoundPod>> ListNow() { return CurrentPods(); }
 };
 
 struct DevicePluginOptions {

@@ -8,8 +8,8 @@
 
 #include "src/agent/command_runner.h"
 #include "src/agent/device_plugin.h"
-#include "src/agent/kube_pod_source.h"
 #include "src/agent/pod_resources_client.h"
+#include "src/agent/watched_pod_source.h"
 #include "src/kube/kube_client.h"
 
 namespace gputopo::agent {
@@ -50,7 +50,7 @@ struct EnforceMode::Impl {
   const EnforceOptions options;
   const SharingConfig sharing;
   kube::KubeClient kube;
-  KubePodSource pods;
+  WatchedPodSource pods;
   PodResourcesClient pod_resources;
   std::unique_ptr<DevicePlugin> plugin;
 
@@ -102,10 +102,12 @@ Status EnforceMode::Start() {
   plugin.replicas = s.sharing.replicas;
   plugin.fail_requests_greater_than_one = s.sharing.fail_requests_greater_than_one;
   plugin.trusted_schedulers = s.options.trusted_schedulers;
+  s.pods.Start();  // admissions before its first list arrives list the API server themselves
   s.plugin =
       std::make_unique<DevicePlugin>(plugin, std::move(found->machine), s.pods, &s.pod_resources);
   if (Status started = s.plugin->Start(); !started.ok()) {
     s.plugin.reset();
+    s.pods.Stop();
     return started.WithContext("enforce mode");
   }
   {
@@ -129,6 +131,7 @@ void EnforceMode::Stop() {
   }
   if (impl_->rediscovery.joinable()) impl_->rediscovery.join();
   if (impl_->plugin != nullptr) impl_->plugin->Stop();
+  impl_->pods.Stop();
 }
 
 const std::string& EnforceMode::advertised_resource() const {

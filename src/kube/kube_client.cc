@@ -420,13 +420,19 @@ Result<std::string> KubeClient::ListPage(std::string_view path, int limit,
 Status KubeClient::Watch(std::string_view path, std::string_view resource_version,
                          int timeout_seconds, const std::function<void()>& on_open,
                          const std::function<void(std::string_view)>& on_event,
-                         const std::atomic<bool>& stop) {
+                         const std::atomic<bool>& stop, std::string_view field_selector) {
   CURL* handle = static_cast<CURL*>(TakeHandle());
   if (handle == nullptr) return Internal("curl_easy_init failed");
-  const std::string url =
+  std::string url =
       config_.server + std::string(path) +
       "?watch=true&allowWatchBookmarks=true&resourceVersion=" + std::string(resource_version) +
       "&timeoutSeconds=" + std::to_string(timeout_seconds);
+  if (!field_selector.empty()) {
+    char* escaped =
+        curl_easy_escape(nullptr, field_selector.data(), static_cast<int>(field_selector.size()));
+    url += std::string("&fieldSelector=") + escaped;
+    curl_free(escaped);
+  }
   void* headers = nullptr;
   if (Status s = Prepare(handle, url, "", &headers); !s.ok()) {
     ReturnHandle(handle);

@@ -79,11 +79,12 @@ class KubeClient final : public KubeApi, public http::AccessReviewer {
   // `timeout_seconds`), calling `on_open` once the server has accepted it (HTTP 200) and
   // `on_event` with each complete line (one JSON event) as it arrives. Returns OK when the
   // server ends the stream, an error when it fails (a partly received last line is dropped,
-  // never delivered) or Unavailable("stopped") once `stop` is set.
+  // never delivered) or Unavailable("stopped") once `stop` is set. `field_selector` (like
+  // "spec.nodeName=n1") restricts the watch when not empty.
   Status Watch(std::string_view path, std::string_view resource_version, int timeout_seconds,
                const std::function<void()>& on_open,
-               const std::function<void(std::string_view)>& on_event,
-               const std::atomic<bool>& stop);
+               const std::function<void(std::string_view)>& on_event, const std::atomic<bool>& stop,
+               std::string_view field_selector = {});
 
  private:
   struct Response {

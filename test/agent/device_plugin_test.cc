@@ -66,12 +66,35 @@ class FakePodSource final : public PodSource {
     std::lock_guard<std::mutex> lock(mu_);
     return reads_;
   }
+  // As a watched cache: CurrentPods() answers pods_, ListNow() the API server's `live` pods.
+  void ActAsCache(std::vector<BoundPod> live) {
+    std::lock_guard<std::mutex> lock(mu_);
+    cached_ = true;
+    live_ = std::move(live);
+  }
+  bool cached() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cached_;
+  }
+  Result<std::vector<BoundPod>> ListNow() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!cached_) return pods_;
+    ++live_reads_;
+    return live_;
+  }
+  int live_reads() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return live_reads_;
+  }
 
  private:
   mutable std::mutex mu_;
   std::vector<BoundPod> pods_;
   std::function<void(std::vector<BoundPod>&)> on_read_;
   int reads_ = 0;
+  bool cached_ = false;
+  std::vector<BoundPod> live_;
+  int live_reads_ = 0;
 };
 
 // A pod with one container requesting `request`, bound by gputopo with `assigned`.
@@ -194,6 +217,30 @@ TEST_F(DevicePluginTest, SteersPodsOntoTheirAssignedGpus) {
   EXPECT_TRUE(admissions[0].identification.steered());
   EXPECT_EQ(admissions[0].identification.pod_name, "two");
   EXPECT_EQ(admissions[1].identification.pod_name, "one");
+}
+
+// A watched cache answers admissions from memory; a pod bound a moment ago, not in the cache
+// yet, is found by a live list.
+TEST_F(DevicePluginTest, ACachedSourceListsLiveOnlyWhenItsPodsGiveNoSteering) {
+  auto plugin = StartPlugin(2);
+  const BoundPod early = Bound("early", "GPU-d2", 1);
+  const BoundPod late = Bound("late", "GPU-d5", 1, kT0 + seconds(5));
+  pods_.Add(early);  // the cache has only `early`
+  pods_.ActAsCache({early, late});
+
+  FakeKubelet::PodAllocation a = Admit(early);
+  ASSERT_EQ(a.containers.size(), 1u);
+  EXPECT_THAT(a.containers[0].device_ids, ElementsAre(Id(2, 0)));
+  EXPECT_EQ(pods_.live_reads(), 0) << "steered from the cache: no list";
+
+  FakeKubelet::PodAllocation b = Admit(late);
+  ASSERT_EQ(b.containers.size(), 1u);
+  EXPECT_THAT(b.containers[0].device_ids, ElementsAre(Id(5, 0)));
+  EXPECT_EQ(pods_.live_reads(), 1);
+  const std::vector<AdmissionRecord> admissions = plugin->Admissions();
+  ASSERT_EQ(admissions.size(), 2u);
+  EXPECT_EQ(admissions[1].identification.pod_name, "late");
+  EXPECT_TRUE(admissions[1].identification.steered());
 }
 
 TEST_F(DevicePluginTest, TwoPodsBoundInTheSameSecond) {

@@ -10,6 +10,7 @@ gputopo_add_test(device_plugin_tests
     pod_identification_test.cc
     replica_choice_test.cc
     time_slicing_config_test.cc
+    watched_pod_source_test.cc
   LIBS gputopo_agent_plugin gputopo_agent_kubelet gputopo_fake_kubelet gputopo_kubelet_proto
        gputopo_fake_api_server yaml-cpp
   LABELS agent)
