@@ -7,7 +7,8 @@
 //      in this process, served on a unix socket and registered with the fake kubelet of the
 //      tests, on a DGX-1 with 4 replicas per GPU; every FakeKubelet::AdmitPod of a pod carrying
 //      gputopo.io/assigned-gpus timed, the bound pods from memory or listed from a fake API
-//      server (as --mode enforce does), with only the pods being admitted bound to the node and
+//      server on each admission, or from the watched cache --mode enforce uses (WatchedPodSource),
+//      with only the pods being admitted bound to the node and
 //      with 100 more bound (16 GPU pods holding replicas, 84 without GPUs): identification's cost;
 //   3. the real `gputopo agent run`, observe mode (beside the fake kubelet's stock plugin) and
 //      enforce mode (kubelet admits the pods through the agent's plugin, each admission timed),
@@ -58,6 +59,7 @@
 #include "src/agent/pod_resources_client.h"
 #include "src/agent/replica_choice.h"
 #include "src/agent/topology_discovery.h"
+#include "src/agent/watched_pod_source.h"
 #include "src/app/system_clock.h"
 #include "src/kube/kube_client.h"
 #include "src/kube/kube_config.h"
@@ -204,10 +206,16 @@ DiscoveryResult MeasureDiscovery(const std::string& library, const std::filesyst
 
 struct AdmissionResult {
   std::vector<double> admit_ms;
-  int steered = 0;  // admissions that got exactly the assigned GPUs
-  int failed = 0;   // AdmitPod errors
+  int steered = 0;   // admissions that got exactly the assigned GPUs
+  int failed = 0;    // AdmitPod errors
+  size_t lists = 0;  // pod LISTs the source made during the timed admissions (kWatched)
   std::string error;
 };
+
+// Where the plugin's pods come from: memory (the identification's own cost), a list of the API
+// server on every admission (KubePodSource), or the watched cache enforce mode uses
+// (WatchedPodSource: lists live only when the cache misses the pod, bound a moment ago).
+enum class PodsFrom { kMemory, kListed, kWatched };
 
 // A pod bound to n1, as the API server stores it: one container per entry of `requests` (of
 // nvidia.com/gpu; 0: none), assigned-gpus when not empty.
@@ -263,15 +271,16 @@ std::string GpuOf(const std::string& device_id) {
 }
 
 // The device plugin on a DGX-1 with 4 replicas per GPU, registered with a fake kubelet; its pods
-// from memory (`from_api` false) or listed from a fake API server on each admission, as
-// `gputopo agent run --mode enforce` does (KubePodSource). Rounds of 5 pods (1, 2, 1, 4 and 8
-// GPUs: 16 replicas, two per GPU), each pod's GPUs the next ones from a cursor that starts one
-// GPU further every round; the pods of a round stay bound and allocated until it ends, then they
-// are removed (kubelet frees their replicas). `background` more pods are bound throughout: up to
-// 16 gputopo pods holding two replicas of every GPU (PodResources lists them), the rest without
-// GPUs (two containers each, from the default scheduler).
+// from memory, listed from a fake API server on each admission (KubePodSource), or from the
+// watched cache `gputopo agent run --mode enforce` uses (WatchedPodSource). Rounds of 5 pods (1, 2,
+// 1, 4 and 8 GPUs: 16 replicas, two per GPU), each pod's GPUs the next ones from a cursor that
+// starts one GPU further every round; the pods of a round stay bound and allocated until it ends,
+// then they are removed (kubelet frees their replicas). `background` more pods are bound
+// throughout: up to 16 gputopo pods holding two replicas of every GPU (PodResources lists them),
+// the rest without GPUs (two containers each, from the default scheduler).
 AdmissionResult MeasureAdmissions(const MachineTopology& topology, int admissions, int background,
-                                  bool from_api) {
+                                  PodsFrom from) {
+  const bool from_api = from != PodsFrom::kMemory;
   AdmissionResult result;
   constexpr int kReplicas = 4;
   const std::string resource = "nvidia.com/gpu";
@@ -286,8 +295,12 @@ AdmissionResult MeasureAdmissions(const MachineTopology& topology, int admission
   config.server = api.base_url();
   kube::KubeClient kube(config, kube::ClientOptions(), clock);
   agent::KubePodSource api_pods(kube, "n1", resource);
+  agent::WatchedPodSource watched_pods(kube, "n1", resource);
   CachedPods cached_pods;
-  agent::PodSource& pods = from_api ? static_cast<agent::PodSource&>(api_pods) : cached_pods;
+  agent::PodSource* source = &cached_pods;
+  if (from == PodsFrom::kListed) source = &api_pods;
+  if (from == PodsFrom::kWatched) source = &watched_pods;
+  agent::PodSource& pods = *source;
   // Binds the pod: in the API server, or in the cache.
   auto bind = [&](const agent::BoundPod& pod, const std::vector<int>& requests) {
     if (from_api) {
@@ -344,11 +357,31 @@ AdmissionResult MeasureAdmissions(const MachineTopology& topology, int admission
     }
     bind(pod, requests);
   }
+  size_t lists_before = 0;
+  // kubelet learns of a pod bound to its node from its own watch (fieldSelector spec.nodeName,
+  // as this one), and admits it after that: with the API server, each admission starts once
+  // this stand-in for kubelet's watch has the pod. It races the plugin's cache fairly.
+  agent::WatchedPodSource kubelet_watch(kube, "n1", resource);
+  if (from_api) {
+    kubelet_watch.Start();
+    if (!kubelet_watch.WaitForChanges(1)) {
+      result.error = "the stand-in for kubelet's watch did not list";
+      return result;
+    }
+  }
+  if (from == PodsFrom::kWatched) {
+    watched_pods.Start();
+    if (!watched_pods.WaitForChanges(1)) {
+      result.error = "the watched pod cache did not list";
+      return result;
+    }
+  }
   const std::vector<int> shapes = {1, 2, 1, 4, 8};
   const int rounds =
       (admissions + static_cast<int>(shapes.size()) - 1) / static_cast<int>(shapes.size());
   int serial = 0;
   for (int round = 0; round <= rounds; ++round) {  // round 0 warms up, unmeasured
+    if (round == 1) lists_before = api.RequestCount("GET", "/api/v1/pods");
     int cursor = round % gpus;
     std::vector<std::string> names;
     for (const int size : shapes) {
@@ -371,7 +404,9 @@ AdmissionResult MeasureAdmissions(const MachineTopology& topology, int admission
       testing::FakeKubelet::Pod admitted{
           pod.namespace_name, pod.name, pod.uid, {{"main", size, false}}};
       names.push_back(pod.name);
+      const uint64_t seen = from_api ? kubelet_watch.changes() : 0;
       bind(pod, {size});
+      if (from_api) (void)kubelet_watch.WaitForChanges(seen + 1);
       const auto t0 = Clock::now();
       Result<testing::FakeKubelet::PodAllocation> got = kubelet.AdmitPod(admitted, resource);
       const auto t1 = Clock::now();
@@ -396,7 +431,12 @@ AdmissionResult MeasureAdmissions(const MachineTopology& topology, int admission
       }
     }
   }
+  if (from == PodsFrom::kWatched) {
+    result.lists = api.RequestCount("GET", "/api/v1/pods") - lists_before;
+  }
   plugin.Stop();
+  watched_pods.Stop();
+  kubelet_watch.Stop();
   api.Stop();
   return result;
 }
@@ -699,10 +739,10 @@ int Main(int argc, char** argv) {
   }
 
   // 2. Admissions through the device plugin, in process.
-  for (const bool from_api : {false, true}) {
+  for (const PodsFrom from : {PodsFrom::kMemory, PodsFrom::kListed, PodsFrom::kWatched}) {
     for (const int background : {0, 100}) {
       if (!dgx1) break;
-      const AdmissionResult a = MeasureAdmissions(*dgx1, admissions, background, from_api);
+      const AdmissionResult a = MeasureAdmissions(*dgx1, admissions, background, from);
       if (!a.error.empty()) {
         std::cerr << "admissions: " << a.error << "\n";
         all_ran = false;
@@ -710,12 +750,18 @@ int Main(int argc, char** argv) {
       }
       const std::string what =
           std::string("admission (GetPreferredAllocation + Allocate), DGX-1 x4, pods ") +
-          (from_api ? "listed from the API server" : "from memory") + ", " +
+          (from == PodsFrom::kListed    ? "listed from the API server"
+           : from == PodsFrom::kWatched ? "from the watched cache (enforce mode)"
+                                        : "from memory") +
+          ", " +
           (background == 0 ? std::string("only those being admitted bound")
                            : std::to_string(background) + " more bound");
       row(what, 8, a.admit_ms,
           std::to_string(a.steered) + "/" + std::to_string(a.admit_ms.size()) + " steered" +
-              (a.failed ? ", " + std::to_string(a.failed) + " failed" : ""));
+              (a.failed ? ", " + std::to_string(a.failed) + " failed" : "") +
+              (from == PodsFrom::kWatched
+                   ? ", " + std::to_string(a.lists) + " live lists (cache not there yet)"
+                   : ""));
       if (a.failed > 0) all_ran = false;
     }
   }
@@ -736,10 +782,17 @@ int Main(int argc, char** argv) {
       continue;
     }
     if (enforce) {
-      row("admission through `gputopo agent run --mode enforce` (its first " +
-              std::to_string(p.admit_ms.size()) + " pods, x" + std::to_string(agent_replicas) + ")",
-          8, p.admit_ms,
-          std::to_string(p.steered) + "/" + std::to_string(p.admit_ms.size()) + " steered");
+      // The process's first admission opens kubelet's gRPC channel to the plugin and the
+      // plugin's to PodResources: shown apart from the steady ones.
+      const std::vector<double> later(p.admit_ms.begin() + (p.admit_ms.empty() ? 0 : 1),
+                                      p.admit_ms.end());
+      char first[64];
+      std::snprintf(first, sizeof(first), "; the first one %.3f ms",
+                    p.admit_ms.empty() ? 0.0 : p.admit_ms[0]);
+      row("admission through `gputopo agent run --mode enforce` (its pods 2-" +
+              std::to_string(p.admit_ms.size()) + ", x" + std::to_string(agent_replicas) + ")",
+          8, later,
+          std::to_string(p.steered) + "/" + std::to_string(p.admit_ms.size()) + " steered" + first);
     }
     const double list_rate = p.pod_resources_lists / p.window_seconds;
     process_csv << mode << ",ready_s," << p.ready_seconds << ",s,\n"

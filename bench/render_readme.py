@@ -286,8 +286,13 @@ on a unix socket and registered with the fake kubelet, which admits each pod as 
 (`GetPreferredAllocation`, then `Allocate`, over gRPC); the time is one `AdmitPod`, what kubelet
 waits on per container. DGX-1, 4 replicas per GPU, rounds of five pods (1, 2, 1, 4 and 8 GPUs)
 carrying `gputopo.io/assigned-gpus`, removed after each round; the plugin identifies each pod
-among the pods bound to the node, taken from memory or listed from the fake API server on each
-admission as `--mode enforce` does, and asks PodResources which containers hold devices.
+among the pods bound to the node, taken from memory, listed from the fake API server on each
+admission, or from the watched cache `--mode enforce` uses (`WatchedPodSource`: one list, then a
+watch; it lists live only when the cache misses the pod), and asks PodResources which
+containers hold devices. With the API server, each admission starts once a second watch of the
+node's pods (standing in for kubelet's own, from which kubelet learns of the pod) has the pod,
+so the plugin's cache races kubelet as it does on a node; *live lists* counts the admissions
+whose pod the cache did not have yet, even after waiting 10 ms for its next change.
 *Steered* counts admissions that got exactly the assigned GPUs. *100 more bound*: 16 gputopo
 pods holding two replicas of every GPU (listed by PodResources) and 84 without GPUs. The last
 rows and table are the real `gputopo agent run` against the fake API server and the fake

@@ -39,12 +39,14 @@ struct AgentServer::Impl {
     }
     if (path == "/readyz") {
       return {http::Lane::kInline, [this](const http::HttpRequest&, http::HttpResponse& res) {
-                if (observer != nullptr && observer->ready()) {
+                const std::string more = options.not_ready ? options.not_ready() : "";
+                if (observer != nullptr && observer->ready() && more.empty()) {
                   res.body = "ok\n";
                   return;
                 }
                 res.status = 503;
-                const std::string why = observer != nullptr ? observer->last_error() : "";
+                std::string why = observer != nullptr ? observer->last_error() : "";
+                if (observer != nullptr && observer->ready()) why = more;
                 res.body = "not ready: " + (why.empty() ? std::string("no pass yet") : why) + "\n";
               }};
     }
@@ -172,7 +174,10 @@ Status AgentServer::Start() {
 
 int AgentServer::port() const { return impl_->http != nullptr ? impl_->http->port() : -1; }
 
-bool AgentServer::ready() const { return impl_->observer != nullptr && impl_->observer->ready(); }
+bool AgentServer::ready() const {
+  return impl_->observer != nullptr && impl_->observer->ready() &&
+         (!impl_->options.not_ready || impl_->options.not_ready().empty());
+}
 
 void AgentServer::RequestStop() {
   if (impl_->http != nullptr) impl_->http->RequestStop();

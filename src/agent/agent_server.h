@@ -3,7 +3,7 @@
 // listener for probes and metrics:
 //   /healthz  200 while the process serves
 //   /readyz   200 once an observe pass has read both the API server and PodResources (and while
-//             the latest one did), else 503 with the reason
+//             the latest one did) and `not_ready` has no reason, else 503 with the reason
 //   /metrics  Prometheus text
 // The node's topology (discovery, through NVML or nvidia-smi) resolves index-form device IDs and
 // is published on the Node (TopologyPublisher), again after each periodic rediscovery; when
@@ -14,6 +14,7 @@
 #define GPUTOPO_SRC_AGENT_AGENT_SERVER_H_
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,6 +42,9 @@ struct AgentOptions {
   // Start). Rediscovery is what marks a GPU that stopped answering NVML unhealthy.
   bool publish_topology = true;
   std::chrono::milliseconds rediscover{60000};
+  // More to being ready (may be empty): the reason the agent is not, empty when it is as far as
+  // this goes. Enforce mode's (EnforceMode::NotReadyReason). Called from the HTTP thread.
+  std::function<std::string()> not_ready;
 };
 
 class AgentServer {

@@ -33,6 +33,9 @@ constexpr size_t kPendingKept = 256;
 constexpr size_t kAllocatedKept = 8192;
 // How long a ListAndWatch handler sleeps between checks that its stream was cancelled.
 constexpr std::chrono::milliseconds kStreamCheck{200};
+// How long an admission the cached pods could not steer waits for the cache's next change
+// before listing the API server (PodSource): a pod's watch event is usually milliseconds away.
+constexpr std::chrono::milliseconds kCacheCatchUp{10};
 
 // A file's identity: a socket created again has a new inode or change time.
 struct FileId {
@@ -363,6 +366,7 @@ class DevicePlugin::Impl {
   std::vector<std::string> Decide(const PreferredRequest& request) {
     AdmissionRecord record;
     record.request = request;
+    const uint64_t seen = pods_.changes();
     Result<std::vector<BoundPod>> pods = pods_.CurrentPods();
     std::vector<AllocatedContainer> allocated;
     std::string notes;
@@ -397,8 +401,18 @@ class DevicePlugin::Impl {
       record.identification =
           IdentifyAdmission(*pods, allocated, request, *topology, options_.trusted_schedulers);
     }
+    if (pods_.cached() && !record.identification.steered() && pods.ok() &&
+        pods_.WaitForChange(seen, kCacheCatchUp)) {
+      // The cache may not have had the pod yet (bound a moment ago): its next change may be it.
+      Result<std::vector<BoundPod>> newer = pods_.CurrentPods();
+      if (newer.ok()) {
+        pods = std::move(newer);
+        record.identification =
+            IdentifyAdmission(*pods, allocated, request, *topology, options_.trusted_schedulers);
+      }
+    }
     if (pods_.cached() && !record.identification.steered()) {
-      // The cache may not have the pod yet (bound a moment ago): a live list decides.
+      // Still nothing: a live list decides.
       Result<std::vector<BoundPod>> listed = pods_.ListNow();
       if (listed.ok() || !pods.ok()) pods = std::move(listed);
       if (pods.ok()) {

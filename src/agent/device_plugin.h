@@ -44,9 +44,17 @@ class PodSource {
  public:
   virtual ~PodSource() = default;
   virtual Result<std::vector<BoundPod>> CurrentPods() = 0;
-  // A cache may lag the API server: ListNow() asks it. The plugin lists again when a cached
-  // answer gives no steering (the pod being admitted may have been bound a moment ago).
+  // A cache may lag the API server. When a cached answer gives no steering (the pod being
+  // admitted may have been bound a moment ago), the plugin waits up to a few milliseconds for
+  // the cache's next change (its event is usually in flight) and decides again, then asks the
+  // API server itself (ListNow).
   virtual bool cached() const { return false; }
+  // Changes applied so far; WaitForChange returns true once there are more than `seen`, false
+  // after `at_most`.
+  virtual uint64_t changes() const { return 0; }
+  virtual bool WaitForChange(uint64_t /*seen*/, std::chrono::milliseconds /*at_most*/) {
+    return false;
+  }
   virtual Result<std::vector<BoundPod>> ListNow() { return CurrentPods(); }
 };
 

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -53,6 +54,7 @@ struct EnforceMode::Impl {
   WatchedPodSource pods;
   PodResourcesClient pod_resources;
   std::unique_ptr<DevicePlugin> plugin;
+  std::atomic<bool> started{false};  // plugin is set and serving (read by NotReadyReason)
 
   std::mutex mu;
   std::condition_variable cv;
@@ -115,6 +117,7 @@ Status EnforceMode::Start() {
     s.stopping = false;
   }
   s.rediscovery = std::thread([&s] { s.Rediscover(); });
+  s.started = true;
   spdlog::info("enforce: device plugin for {} on {} ({} replicas per GPU), {}",
                plugin.resource_name, s.plugin->socket_path(), plugin.replicas,
                s.plugin->registered() ? "registered with kubelet"
@@ -124,6 +127,7 @@ Status EnforceMode::Start() {
 
 void EnforceMode::Stop() {
   if (impl_ == nullptr) return;
+  impl_->started = false;
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     impl_->stopping = true;
@@ -136,6 +140,16 @@ void EnforceMode::Stop() {
 
 const std::string& EnforceMode::advertised_resource() const {
   return impl_->sharing.advertised_resource;
+}
+
+std::string EnforceMode::NotReadyReason() const {
+  if (!impl_->started) return "the device plugin is not serving";
+  if (!impl_->plugin->registered()) {
+    return "the device plugin is not registered with kubelet: " +
+           impl_->plugin->last_register_error();
+  }
+  if (!impl_->pods.synced()) return "the pods of node " + impl_->options.node_name + " not listed";
+  return "";
 }
 
 bool EnforceMode::registered() const {

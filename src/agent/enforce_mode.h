@@ -53,6 +53,9 @@ class EnforceMode {
   Status Start();
   void Stop();
   bool registered() const;
+  // Why the agent cannot steer admissions yet (empty once it can): the plugin not started or
+  // not registered with kubelet, or the node's pods not listed yet. For /readyz; thread-safe.
+  std::string NotReadyReason() const;
   // The resource registered with kubelet: --resource-name, or the config's rename of it. Pods
   // request it, and PodResources lists it.
   const std::string& advertised_resource() const;

@@ -75,6 +75,12 @@ bool WatchedPodSource::WaitForChanges(uint64_t count) {
   return changes_ >= count;
 }
 
+bool WatchedPodSource::WaitForChange(uint64_t seen, std::chrono::milliseconds at_most) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return changed_.wait_for(lock, at_most, [&] { return stopping_ || changes_ > seen; }) &&
+         changes_ > seen;
+}
+
 uint64_t WatchedPodSource::changes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return changes_;

@@ -62,7 +62,8 @@ class WatchedPodSource final : public PodSource {
   // changed a pod), or Stop(); true in the first case. For tests and benchmarks: they wait for
   // the event, never for a time.
   bool WaitForChanges(uint64_t count);
-  uint64_t changes() const;
+  uint64_t changes() const override;
+  bool WaitForChange(uint64_t seen, std::chrono::milliseconds at_most) override;
   uint64_t lists() const;  // lists made by the watch thread (the first one included)
 
  private:

@@ -233,6 +233,7 @@ int RunAgent(agent::AgentOptions options, const std::string& mode, const std::st
     }
     enforcer = std::move(made).value();
     options.resource_name = enforcer->advertised_resource();  // observe it as renamed
+    options.not_ready = [e = enforcer.get()] { return e->NotReadyReason(); };
   }
   Result<std::unique_ptr<agent::AgentServer>> created =
       agent::AgentServer::Create(std::move(options), std::move(config).value(), clock);

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <mutex>
+
 #include "test/kube/kube_fixtures.h"
 #include "test/support/fake_api_server.h"
 #include "test/support/fake_clock.h"
@@ -98,6 +100,41 @@ TEST_F(AgentServerTest, ServesProbesAndIsReadyOnceKubeletAnswers) {
   EXPECT_NE(metrics->body.find("gputopo_agent_ready 1"), std::string::npos) << metrics->body;
   EXPECT_EQ(Get(port, "/nope")->status, 404);
 
+  agent.RequestStop();
+  agent.Wait();
+}
+
+// Enforce mode adds its own conditions (plugin registered, pods listed): /readyz holds at 503
+// with that reason while the observer alone would be ready.
+TEST_F(AgentServerTest, AnotherNotReadyReasonKeepsReadyzAt503) {
+  std::mutex mu;
+  std::string reason = "the device plugin is not registered with kubelet";  // GUARDED_BY(mu)
+  AgentOptions options = Options();
+  options.not_ready = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return reason;
+  };
+  ASSERT_TRUE(kubelet_.Start());
+  Result<std::unique_ptr<AgentServer>> created = AgentServer::Create(options, config_, clock_);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  AgentServer& agent = **created;
+  ASSERT_TRUE(agent.Start().ok());
+  const int port = agent.port();
+  ASSERT_TRUE(testing::WaitFor([&] {
+    httplib::Result r = Get(port, "/readyz");
+    return r && r->status == 503 &&
+           r->body.find("not registered with kubelet") != std::string::npos;
+  }));
+  EXPECT_FALSE(agent.ready());
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    reason.clear();
+  }
+  ASSERT_TRUE(testing::WaitFor([&] {
+    httplib::Result r = Get(port, "/readyz");
+    return r && r->status == 200;
+  }));
+  EXPECT_TRUE(agent.ready());
   agent.RequestStop();
   agent.Wait();
 }

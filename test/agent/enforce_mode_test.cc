@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <thread>
 
 #include "test/agent/agent_test_support.h"
 #include "test/kube/kube_fixtures.h"
@@ -51,9 +52,15 @@ TEST(EnforceModeTest, DiscoversRegistersSteersAndFollowsHealth) {
   Result<std::unique_ptr<EnforceMode>> made = EnforceMode::Create(options, config, clock);
   ASSERT_TRUE(made.ok()) << made.status().ToString();
   EnforceMode& enforce = **made;
+  EXPECT_EQ(enforce.NotReadyReason(), "the device plugin is not serving");
   ASSERT_TRUE(enforce.Start().ok());
   ASSERT_TRUE(kubelet.WaitForPlugin(kResource, 1, kWait));
   EXPECT_TRUE(enforce.registered());
+  // Ready once the node's pods are listed too (the list follows Start at once).
+  while (!enforce.NotReadyReason().empty()) {
+    EXPECT_THAT(enforce.NotReadyReason(), ::testing::HasSubstr("not listed"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   std::optional<FakeKubelet::PluginInfo> info = kubelet.Plugin(kResource);
   ASSERT_TRUE(info.has_value());
   ASSERT_EQ(info->devices.size(), 8u);
