@@ -128,23 +128,31 @@ KubePodSource::KubePodSource(kube::KubeClient& kube, std::string node_name,
                              std::string resource_name)
     : kube_(kube), node_name_(std::move(node_name)), resource_name_(std::move(resource_name)) {}
 
-Result<std::vector<BoundPod>> KubePodSource::CurrentPods() {
+Result<NodePods> ListNodePods(kube::KubeClient& kube, const std::string& node_name,
+                              std::string_view resource_name) {
   kube::WatchProtocolParser parser;
-  std::vector<BoundPod> pods;
+  NodePods out;
   std::string continue_token;
-  const std::string selector = "spec.nodeName=" + node_name_;
+  const std::string selector = "spec.nodeName=" + node_name;
   do {
-    Result<std::string> body = kube_.ListPage("/api/v1/pods", kPageSize, continue_token, selector);
-    if (!body.ok()) return body.status().WithContext("listing the pods of node " + node_name_);
+    Result<std::string> body = kube.ListPage("/api/v1/pods", kPageSize, continue_token, selector);
+    if (!body.ok()) return body.status().WithContext("listing the pods of node " + node_name);
     Result<kube::ListPage> page = parser.ParseList(*body);
     if (!page.ok()) return page.status().WithContext("reading the pod list");
     continue_token = page->continue_token;
+    out.resource_version = page->resource_version;
     for (const std::string& item : page->items) {
-      Result<std::optional<BoundPod>> pod = DecodeBoundPod(item, resource_name_);
-      if (pod.ok() && pod->has_value()) pods.push_back(*std::move(pod).value());
+      Result<std::optional<BoundPod>> pod = DecodeBoundPod(item, resource_name);
+      if (pod.ok() && pod->has_value()) out.pods.push_back(*std::move(pod).value());
     }
   } while (!continue_token.empty());
-  return pods;
+  return out;
+}
+
+Result<std::vector<BoundPod>> KubePodSource::CurrentPods() {
+  Result<NodePods> listed = ListNodePods(kube_, node_name_, resource_name_);
+  if (!listed.ok()) return listed.status();
+  return std::move(listed->pods);
 }
 
 }  // namespace gputopo::agent

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gputopo/status.h"
 #include "src/agent/device_plugin.h"
@@ -26,6 +27,16 @@ namespace gputopo::agent {
 // a whole non-negative number.
 Result<std::optional<BoundPod>> DecodeBoundPod(std::string_view json,
                                                std::string_view resource_name);
+
+// The pods bound to `node_name` (field selector spec.nodeName), every page of 500, decoded; pods
+// that cannot be decoded or hold nothing any more are left out. With the list's resourceVersion
+// (every page reports the first page's), for a watch to follow.
+struct NodePods {
+  std::string resource_version;
+  std::vector<BoundPod> pods;
+};
+Result<NodePods> ListNodePods(kube::KubeClient& kube, const std::string& node_name,
+                              std::string_view resource_name);
 
 class KubePodSource final : public PodSource {
  public:

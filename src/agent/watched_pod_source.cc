@@ -10,8 +10,6 @@
 namespace gputopo::agent {
 namespace {
 
-constexpr int kPageSize = 500;
-
 // metadata.uid of a pod object; empty when unreadable.
 std::string UidOf(std::string_view object) {
   const nlohmann::json pod = nlohmann::json::parse(object, nullptr, false);
@@ -92,32 +90,20 @@ uint64_t WatchedPodSource::lists() const {
 }
 
 Result<std::string> WatchedPodSource::Relist() {
-  kube::WatchProtocolParser parser;
+  Result<NodePods> listed = ListNodePods(kube_, node_name_, resource_name_);
+  if (!listed.ok()) return listed.status();
   std::map<std::string, BoundPod> pods;
-  std::string continue_token, resource_version;
-  do {
-    Result<std::string> body = kube_.ListPage("/api/v1/pods", kPageSize, continue_token, selector_);
-    if (!body.ok()) return body.status().WithContext("listing the pods of node " + node_name_);
-    Result<kube::ListPage> page = parser.ParseList(*body);
-    if (!page.ok()) return page.status().WithContext("reading the pod list");
-    continue_token = page->continue_token;
-    resource_version = page->resource_version;  // every page reports the first page's
-    for (const std::string& item : page->items) {
-      Result<std::optional<BoundPod>> pod = DecodeBoundPod(item, resource_name_);
-      if (pod.ok() && pod->has_value()) {
-        BoundPod decoded = *std::move(pod).value();
-        std::string uid = decoded.uid;
-        pods.insert_or_assign(std::move(uid), std::move(decoded));
-      }
-    }
-  } while (!continue_token.empty());
+  for (BoundPod& pod : listed->pods) {
+    std::string uid = pod.uid;
+    pods.insert_or_assign(std::move(uid), std::move(pod));
+  }
   std::lock_guard<std::mutex> lock(mu_);
   pods_ = std::move(pods);
   synced_ = true;
   ++lists_;
   ++changes_;
   changed_.notify_all();
-  return resource_version;
+  return std::move(listed->resource_version);
 }
 
 Status WatchedPodSource::WatchFrom(std::string& resource_version) {
