@@ -176,9 +176,11 @@ TEST_F(ServerTest, RecordedDecisionsDoNotPinTheSnapshotsTheyWereMadeOn) {
   const json bound = PostBind("ml", "train", "h100");
   ASSERT_EQ(bound["Error"], "");
   app_->table_refresher().WaitIdle();  // it may still be refreshing against the old one
-  EXPECT_TRUE(before.expired());       // the bind published a new one; nothing holds the old
-  // The recorded cycles still name and explain their nodes, as they were then.
+  // A record waiting for the recorder's batch holds its snapshot until committed; reading
+  // /debug commits every one first.
   const json why = Get("/debug/pods/ml/train");
+  EXPECT_TRUE(before.expired());  // the bind published a new one; nothing holds the old
+  // The recorded cycles still name and explain their nodes, as they were then.
   std::set<std::string> named;
   for (const json& n : why["filter"]["nodes"]) named.insert(n["node"]);
   EXPECT_EQ(named, (std::set<std::string>{"plain", "h100", "nowhere"}));
