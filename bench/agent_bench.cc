@@ -529,13 +529,26 @@ AgentProcess MeasureAgent(const std::string& gputopo, const std::string& library
     result.error = "the fake API server or kubelet cannot start";
     return result;
   }
-  for (int i = 0; i < pod_count; ++i) {
-    (void)api.CreatePod(BoundPodObject("bench", "p" + std::to_string(i), "gputopo-scheduler",
-                                       machine.gpu(i % machine.gpu_count()).uuid, {1}));
-  }
+  auto create_all = [&] {
+    for (int i = 0; i < pod_count; ++i) {
+      (void)api.CreatePod(BoundPodObject("bench", "p" + std::to_string(i), "gputopo-scheduler",
+                                         machine.gpu(i % machine.gpu_count()).uuid, {1}));
+    }
+  };
+  // Observe: the pods are there before the agent starts. Enforce: a burst once it is ready (as
+  // a Deployment scaled up), every pod of one creation second, which kubelet admits in the order
+  // its watch delivers them; a watch of the node's pods stands in for kubelet's to give it.
+  if (!enforce) create_all();
+  app::SystemClock clock;
+  kube::KubeConfig kube_config;
+  kube_config.server = api.base_url();
+  kube::KubeClient kube(kube_config, kube::ClientOptions(), clock);
+  agent::WatchedPodSource kubelet_watch(kube, "n1", "nvidia.com/gpu");
+  std::vector<int> order;  // pod numbers in admission order
+  for (int i = 0; i < pod_count; ++i) order.push_back(i);
   // kubelet admits every pod; false (with result.error) when one is refused.
   auto admit_all = [&] {
-    for (int i = 0; i < pod_count; ++i) {
+    for (const int i : order) {
       const std::string name = "p" + std::to_string(i);
       testing::FakeKubelet::Pod pod{"bench", name, "uid-bench-" + name, {{"main", 1, false}}};
       const auto t0 = Clock::now();
@@ -613,9 +626,25 @@ AgentProcess MeasureAgent(const std::string& gputopo, const std::string& library
   }
   result.ready_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   // Enforce: kubelet admits the pods through the agent's plugin once it has registered.
-  if (ready && enforce &&
-      !(kubelet.WaitForPlugin("nvidia.com/gpu", 1, std::chrono::seconds(120)) && admit_all())) {
-    if (result.error.empty()) result.error = "the agent's device plugin did not register";
+  if (ready && enforce) {
+    kubelet_watch.Start();
+    if (!kubelet.WaitForPlugin("nvidia.com/gpu", 1, std::chrono::seconds(120)) ||
+        !kubelet_watch.WaitForChanges(1)) {
+      result.error = "the agent's device plugin did not register";
+    } else {
+      create_all();
+      (void)kubelet_watch.WaitForChanges(1 + static_cast<uint64_t>(pod_count));
+      Result<std::vector<agent::BoundPod>> seen = kubelet_watch.CurrentPods();
+      if (seen.ok()) {
+        std::vector<agent::BoundPod> pods = *std::move(seen);
+        std::sort(pods.begin(), pods.end(),
+                  [](const auto& a, const auto& b) { return a.arrival < b.arrival; });
+        order.clear();
+        for (const agent::BoundPod& pod : pods) order.push_back(std::stoi(pod.name.substr(1)));
+      }
+      if (!admit_all() && result.error.empty()) result.error = "an admission failed";
+    }
+    kubelet_watch.Stop();
   }
   auto observed = [&] {
     int n = 0;

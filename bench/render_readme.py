@@ -296,8 +296,9 @@ whose pod the cache did not have yet, even after waiting 10 ms for its next chan
 *Steered* counts admissions that got exactly the assigned GPUs. *100 more bound*: 16 gputopo
 pods holding two replicas of every GPU (listed by PodResources) and 84 without GPUs. The last
 rows and table are the real `gputopo agent run` against the fake API server and the fake
-kubelet: observe mode beside NVIDIA's stock plugin, and enforce mode admitting the pods through
-its own plugin; memory read from `/proc/<pid>/status` once it is ready, has written every pod's
+kubelet: observe mode beside NVIDIA's stock plugin (the pods bound before it starts), and
+enforce mode admitting the pods through its own plugin (bound in a burst once it is ready, all
+in one creation second, admitted in the order a stand-in for kubelet's watch received them); memory read from `/proc/<pid>/status` once it is ready, has written every pod's
 `gputopo.io/observed-gpus` and has run a few more passes, and the requests it made over the
 window that follows.
 

@@ -1,6 +1,8 @@
 #include "src/agent/pod_identification.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <tuple>
@@ -216,12 +218,16 @@ Identification IdentifyAdmission(const std::vector<BoundPod>& pods,
     return out;
   }
   auto order_key = [](const Candidate& c) {
-    return std::tie(c.pod->created, c.pod->name, c.pod->namespace_name);
+    const uint64_t arrival = c.pod->arrival == 0 ? UINT64_MAX : c.pod->arrival;
+    return std::tuple<std::chrono::system_clock::time_point, uint64_t, const std::string&,
+                      const std::string&>(c.pod->created, arrival, c.pod->name,
+                                          c.pod->namespace_name);
   };
   std::stable_sort(qualified.begin(), qualified.end(), [&](const Candidate& a, const Candidate& b) {
     return order_key(a) < order_key(b);
   });
   if (qualified.size() > 1 && qualified[0].pod->created == qualified[1].pod->created &&
+      qualified[0].pod->arrival == qualified[1].pod->arrival &&
       qualified[0].pod->name == qualified[1].pod->name) {
     out.verdict = IdentificationVerdict::kAmbiguous;
     out.reason = "ambiguous: " + qualified[0].pod->Key() + " and " + qualified[1].pod->Key() +

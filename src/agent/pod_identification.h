@@ -14,8 +14,11 @@
 // A container's share: an init container takes the first `request` GPUs of the assignment (it
 // runs alone, before the others); the other containers take consecutive slices in spec order.
 // With one container (the common case) that is the whole assignment.
-// If several pods qualify, kubelet's own order decides: oldest creation time, then name (then
-// namespace). Two that tie on both are ambiguous: no steering.
+// If several pods qualify, kubelet's own order decides: oldest creation time, then the order in
+// which they reached the node (`arrival`: kubelet admits the pods of one creation second in the
+// order its watch delivers them, which is the order ours does), then name (then namespace).
+// Two that tie on time and name with no arrival to tell them apart are ambiguous: no steering.
+// (creationTimestamp has a resolution of one second: a Deployment's burst ties on it.)
 //
 // The chosen device IDs are one replica per GPU of the share: the must_include replica on that
 // GPU if there is one, else its free replica with the lowest index.
@@ -51,6 +54,9 @@ struct BoundPod {
   std::string scheduler_name;                     // spec.schedulerName
   std::optional<std::string> assigned_gpus;       // gputopo.io/assigned-gpus, raw
   std::vector<BoundContainer> containers;         // in spec order; init ones may be anywhere
+  // When this node's pod watch first saw the pod (1, 2, ...: kubelet's watch sees pods in the
+  // same order); 0 when unknown (a plain list).
+  uint64_t arrival = 0;
   std::string Key() const { return namespace_name + "/" + name; }
   friend bool operator==(const BoundPod&, const BoundPod&) = default;
 };

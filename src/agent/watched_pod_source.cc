@@ -60,7 +60,17 @@ Result<std::vector<BoundPod>> WatchedPodSource::CurrentPods() {
   return out;
 }
 
-Result<std::vector<BoundPod>> WatchedPodSource::ListNow() { return live_.CurrentPods(); }
+Result<std::vector<BoundPod>> WatchedPodSource::ListNow() {
+  Result<std::vector<BoundPod>> live = live_.CurrentPods();
+  if (!live.ok()) return live;
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t next = arrivals_;
+  for (BoundPod& pod : live.value()) {
+    const auto known = pods_.find(pod.uid);
+    pod.arrival = known != pods_.end() ? known->second.arrival : ++next;
+  }
+  return live;
+}
 
 bool WatchedPodSource::synced() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -93,11 +103,13 @@ Result<std::string> WatchedPodSource::Relist() {
   Result<NodePods> listed = ListNodePods(kube_, node_name_, resource_name_);
   if (!listed.ok()) return listed.status();
   std::map<std::string, BoundPod> pods;
+  std::lock_guard<std::mutex> lock(mu_);
   for (BoundPod& pod : listed->pods) {
+    const auto known = pods_.find(pod.uid);
+    pod.arrival = known != pods_.end() ? known->second.arrival : ++arrivals_;
     std::string uid = pod.uid;
     pods.insert_or_assign(std::move(uid), std::move(pod));
   }
-  std::lock_guard<std::mutex> lock(mu_);
   pods_ = std::move(pods);
   synced_ = true;
   ++lists_;
@@ -141,6 +153,8 @@ Status WatchedPodSource::WatchFrom(std::string& resource_version) {
     }
     std::lock_guard<std::mutex> lock(mu_);
     if (pod.has_value()) {
+      const auto known = pods_.find(uid);
+      pod->arrival = known != pods_.end() ? known->second.arrival : ++arrivals_;
       pods_.insert_or_assign(uid, *std::move(pod));
     } else {
       pods_.erase(uid);

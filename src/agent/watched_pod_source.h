@@ -8,6 +8,10 @@
 // a watch the server ends is resumed from the last resourceVersion at once, one that breaks
 // after `retry_delay`; a 410 Expired lists again at once, a failed list after `retry_delay`.
 //
+// Each pod gets BoundPod::arrival, the order in which the cache first had it (a list's pods in
+// list order), which is kubelet's admission order among pods created in the same second; a pod
+// keeps it across relists.
+//
 // Freshness: the cache can lag the API server by the watch's delay, so a pod bound a moment ago
 // may be missing. ListNow() answers with a live list (KubePodSource) for the caller that must
 // not miss it: the device plugin lists again when the cache's pods give no steering.
@@ -53,7 +57,8 @@ class WatchedPodSource final : public PodSource {
 
   // The cached pods, in uid order; Unavailable until the first list has arrived.
   Result<std::vector<BoundPod>> CurrentPods() override;
-  // A live list from the API server (and the cache is left as it is).
+  // A live list from the API server (the cache is left as it is); pods the cache has keep their
+  // arrival, the others come after them in list order.
   Result<std::vector<BoundPod>> ListNow() override;
   bool cached() const override { return true; }
 
@@ -84,6 +89,7 @@ class WatchedPodSource final : public PodSource {
   mutable std::mutex mu_;
   std::condition_variable changed_;
   std::map<std::string, BoundPod> pods_;    // GUARDED_BY(mu_): by uid
+  uint64_t arrivals_ = 0;                   // GUARDED_BY(mu_): BoundPod::arrival handed out
   bool synced_ = false;                     // GUARDED_BY(mu_)
   uint64_t changes_ = 0;                    // GUARDED_BY(mu_)
   uint64_t lists_ = 0;                      // GUARDED_BY(mu_)

@@ -236,6 +236,30 @@ TEST(IdentifyAdmissionTest, OldestFirstThenName) {
   EXPECT_THAT(id.device_ids, ElementsAre(Id(1, 0)));
 }
 
+// A Deployment's burst: pods of one creation second, which kubelet admits in the order its watch
+// delivers them. p2 reached the node before p10 and is the one being admitted, although "p10"
+// sorts first by name.
+TEST(IdentifyAdmissionTest, SameSecondGoesByArrivalBeforeName) {
+  BoundPod p10 = PodBuilder("p10").Assigned("GPU-a1").Container("c", 1).Obj();
+  BoundPod p2 = PodBuilder("p2").Assigned("GPU-a2").Container("c", 1).Obj();
+  p2.arrival = 7;
+  p10.arrival = 8;
+  Identification id = Identify({p10, p2}, Request(AllBut(2), 1));
+  ASSERT_TRUE(id.steered()) << id.reason;
+  EXPECT_EQ(id.pod_name, "p2");
+  EXPECT_THAT(id.device_ids, ElementsAre(Id(2, 0)));
+  // An arrival known beats one unknown (a pod a live list found, not yet in the cache).
+  p10.arrival = 0;
+  id = Identify({p10, p2}, Request(AllBut(2), 1));
+  ASSERT_TRUE(id.steered()) << id.reason;
+  EXPECT_EQ(id.pod_name, "p2");
+  // The same arrival (both unknown): by name, as before.
+  p2.arrival = 0;
+  id = Identify({p10, p2}, Request(AllBut(2), 1));
+  ASSERT_TRUE(id.steered()) << id.reason;
+  EXPECT_EQ(id.pod_name, "p10");
+}
+
 TEST(IdentifyAdmissionTest, SameSecondSameNameIsAmbiguous) {
   const BoundPod x = PodBuilder("p").Namespace("x").Assigned("GPU-a1").Container("c", 1).Obj();
   const BoundPod y = PodBuilder("p").Namespace("y").Assigned("GPU-a2").Container("c", 1).Obj();

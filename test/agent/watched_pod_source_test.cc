@@ -72,6 +72,16 @@ TEST_F(WatchedPodSourceTest, ListsOnceThenFollowsTheNodesPodsFromTheWatch) {
   Bind("b", "n1");  // ADDED
   ASSERT_TRUE(source->WaitForChanges(2));
   EXPECT_THAT(Names(*source), ElementsAre("a", "b"));
+  {
+    // In the order the cache first had them, which a MODIFIED keeps.
+    Result<std::vector<BoundPod>> pods = source->CurrentPods();
+    ASSERT_TRUE(pods.ok());
+    ASSERT_EQ(pods->size(), 2u);
+    const BoundPod& a = (*pods)[0].name == "a" ? (*pods)[0] : (*pods)[1];
+    const BoundPod& b = (*pods)[0].name == "a" ? (*pods)[1] : (*pods)[0];
+    EXPECT_GT(a.arrival, 0u);
+    EXPECT_GT(b.arrival, a.arrival);
+  }
   ASSERT_TRUE(api_.UpdatePod("ml", "a",
                              [](nlohmann::json& pod) {
                                pod["status"]["phase"] = "Succeeded";  // holds nothing any more
