@@ -50,6 +50,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/child_process.h"
 #include "gputopo/machine_topology.h"
 #include "src/agent/command_runner.h"
 #include "src/agent/device_plugin.h"
@@ -63,9 +64,9 @@
 #include "src/app/system_clock.h"
 #include "src/kube/kube_client.h"
 #include "src/kube/kube_config.h"
+#include "test/fakes/fake_nvml/fake_sysfs.h"
 #include "test/support/fake_api_server.h"
 #include "test/support/fake_kubelet.h"
-#include "topology/nvlink_count.h"
 
 extern char** environ;
 
@@ -108,27 +109,6 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-// bus/pci/devices/<id>/numa_node for each GPU of a fake NVML machine file (its `bus_id` and
-// `numa` lines), as discovery reads them from sysfs.
-void WriteSysfs(const std::filesystem::path& machine_file, const std::filesystem::path& root) {
-  std::ifstream in(machine_file);
-  std::string bus_id;
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream words(line);
-    std::string key;
-    std::string value;
-    words >> key >> value;
-    if (key == "gpu") bus_id.clear();
-    if (key == "bus_id") bus_id = value;
-    if (key == "numa" && !bus_id.empty()) {
-      const std::filesystem::path dir =
-          root / "bus/pci/devices" / topology::NormalizePciBusId(bus_id);
-      std::filesystem::create_directories(dir);
-      std::ofstream(dir / "numa_node") << value << "\n";
-    }
-  }
-}
-
 // The 1-minute load average (/proc/loadavg), -1 when unreadable.
 double LoadAverage() {
   std::ifstream in("/proc/loadavg");
@@ -159,7 +139,7 @@ DiscoveryResult MeasureDiscovery(const std::string& library, const std::filesyst
   }
   setenv("GPUTOPO_FAKE_NVML_MACHINE", file.c_str(), 1);
   TempDir sysfs("gputopo-bench-sysfs");
-  WriteSysfs(file, sysfs.path());
+  testing::WriteFakeSysfs(file, sysfs.path());
   agent::DiscoveryOptions options;
   options.nvml_library = library;
   options.sysfs_root = sysfs.path().string();
@@ -459,30 +439,6 @@ struct AgentProcess {
   int steered = 0;
 };
 
-long ProcStatusKib(pid_t pid, const std::string& field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
-  }
-  return -1;
-}
-
-// A loopback port nothing listens on now (the child binds it right after).
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = -1;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 size_t CountRequests(const testing::FakeApiServer& api, const std::string& method) {
   size_t n = 0;
   for (const auto& r : api.Requests()) n += r.method == method ? 1 : 0;
@@ -505,7 +461,7 @@ AgentProcess MeasureAgent(const std::string& gputopo, const std::string& library
   // The machine's GPUs, as discovery (and so the agent) sees them.
   setenv("GPUTOPO_FAKE_NVML_MACHINE", machine_file.c_str(), 1);
   TempDir sysfs("gputopo-bench-sysfs");
-  WriteSysfs(machine_file, sysfs.path());
+  testing::WriteFakeSysfs(machine_file, sysfs.path());
   agent::DiscoveryOptions discovery;
   discovery.nvml_library = library;
   discovery.sysfs_root = sysfs.path().string();
@@ -757,7 +713,7 @@ int Main(int argc, char** argv) {
   {
     setenv("GPUTOPO_FAKE_NVML_MACHINE", (machines + "/dgx1-v100.txt").c_str(), 1);
     TempDir sysfs("gputopo-bench-sysfs");
-    WriteSysfs(machines + "/dgx1-v100.txt", sysfs.path());
+    testing::WriteFakeSysfs(machines + "/dgx1-v100.txt", sysfs.path());
     agent::DiscoveryOptions options;
     options.nvml_library = library;
     options.sysfs_root = sysfs.path().string();

@@ -33,6 +33,7 @@
 #include <sstream>
 #include <thread>
 
+#include "bench/child_process.h"
 #include "src/app/app.h"
 #include "src/app/system_clock.h"
 #include "test/support/fake_api_server.h"
@@ -236,33 +237,9 @@ struct LiveMemory {
   long serving_peak_kib = -1;  // VmHWM then
 };
 
-long ProcStatusKib(pid_t pid, const std::string& field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
-  }
-  return -1;
-}
-
 // The real binary in live mode: a fake API server in this process holds `items` (the same Node
 // and Pod objects the latency runs use); `gputopo serve --kubeconfig` lists and watches it. Its
 // memory is read once both watches are open (both lists applied) and the cache has settled.
-// A loopback port nothing listens on now (the child binds it right after).
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = -1;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 LiveMemory MeasureLive(const std::string& gputopo, const Cluster& c, int cycles) {
   const json items = json::parse(c.list)["items"];
   LiveMemory result;

@@ -6,14 +6,12 @@
 #include <stdlib.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "gputopo/machine_topology.h"
 #include "src/codec/topology_document.h"
+#include "test/fakes/fake_nvml/fake_sysfs.h"
 #include "test/support/fixtures.h"
-#include "topology/nvlink_count.h"
 
 namespace gputopo::agent::testing {
 
@@ -34,23 +32,7 @@ class FakeSysfs {
   explicit FakeSysfs(const std::string& machine) {
     std::string templ = (std::filesystem::temp_directory_path() / "gputopo-sysfs-XXXXXX").string();
     root_ = mkdtemp(templ.data());
-    std::ifstream in(MachineFile(machine));
-    std::string line;
-    std::string bus_id;
-    while (std::getline(in, line)) {
-      std::istringstream words(line);
-      std::string key;
-      std::string value;
-      words >> key >> value;
-      if (key == "gpu") bus_id.clear();
-      if (key == "bus_id") bus_id = value;
-      if (key == "numa" && !bus_id.empty()) {
-        const std::filesystem::path dir =
-            root_ / "bus/pci/devices" / topology::NormalizePciBusId(bus_id);
-        std::filesystem::create_directories(dir);
-        std::ofstream(dir / "numa_node") << value << "\n";
-      }
-    }
+    gputopo::testing::WriteFakeSysfs(MachineFile(machine), root_);
   }
   ~FakeSysfs() {
     std::error_code ignored;
