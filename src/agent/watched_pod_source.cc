@@ -144,13 +144,14 @@ Status WatchedPodSource::WatchFrom(std::string& resource_version) {
     }
     if (!event->resource_version.empty()) resource_version = event->resource_version;
     if (event->type == kube::WatchEventType::kBookmark) return;
-    const std::string uid = UidOf(event->object);
-    if (uid.empty()) return;
     std::optional<BoundPod> pod;
     if (event->type != kube::WatchEventType::kDeleted) {
       Result<std::optional<BoundPod>> decoded = DecodeBoundPod(event->object, resource_name_);
       if (decoded.ok() && decoded->has_value()) pod = std::move(**decoded);
     }
+    // A pod to drop (deleted, finished, unreadable) is read again only for its uid.
+    const std::string uid = pod.has_value() ? pod->uid : UidOf(event->object);
+    if (uid.empty()) return;
     std::lock_guard<std::mutex> lock(mu_);
     if (pod.has_value()) {
       const auto known = pods_.find(uid);
