@@ -12,6 +12,7 @@
 #include "src/codec/topology_document.h"
 #include "test/fakes/fake_nvml/fake_sysfs.h"
 #include "test/support/fixtures.h"
+#include "test/support/machines.h"
 
 namespace gputopo::agent::testing {
 
@@ -46,6 +47,17 @@ class FakeSysfs {
  private:
   std::filesystem::path root_;
 };
+
+// DGX-1 (hybrid cube-mesh) with UUIDs GPU-d0..GPU-d7, and the device ID of replica `replica` of
+// GPU `gpu` on it, as the device plugin advertises them ("GPU-d<gpu>::<replica>").
+inline MachineTopology Dgx1WithUuids() {
+  MachineTopology m = gputopo::testing::Dgx1();
+  for (int i = 0; i < 8; ++i) m.gpu(i).uuid = "GPU-d" + std::to_string(i);
+  return m;
+}
+inline std::string Dgx1Replica(int gpu, int replica) {
+  return "GPU-d" + std::to_string(gpu) + "::" + std::to_string(replica);
+}
 
 // A shipped profile, through the document decoder.
 inline MachineTopology Profile(const std::string& name) {

@@ -17,6 +17,7 @@
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "src/agent/pod_resources_client.h"
 #include "src/agent/time_slicing_config.h"
+#include "test/agent/agent_test_support.h"
 #include "test/support/fake_kubelet.h"
 #include "test/support/machines.h"
 
@@ -33,16 +34,6 @@ using ::testing::UnorderedElementsAre;
 constexpr std::chrono::seconds kWait{60};  // only ever reached when something is broken
 constexpr char kResource[] = "nvidia.com/gpu";
 const std::chrono::system_clock::time_point kT0{seconds(1'700'000'000)};
-
-MachineTopology Dgx1() {
-  MachineTopology m = gputopo::testing::Dgx1();
-  for (int i = 0; i < 8; ++i) m.gpu(i).uuid = "GPU-d" + std::to_string(i);
-  return m;
-}
-
-std::string Id(int gpu, int replica) {
-  return "GPU-d" + std::to_string(gpu) + "::" + std::to_string(replica);
-}
 
 // The pods bound to the node, as the API server would list them. `on_read`, when set, runs
 // before each answer (a pod deleted while kubelet admits it).
@@ -135,7 +126,8 @@ class DevicePluginTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(kubelet_.Start()); }
 
-  std::unique_ptr<DevicePlugin> StartPlugin(int replicas = 2, MachineTopology machine = Dgx1()) {
+  std::unique_ptr<DevicePlugin> StartPlugin(int replicas = 2,
+                                            MachineTopology machine = testing::Dgx1WithUuids()) {
     DevicePluginOptions options;
     options.kubelet_dir = kubelet_.kubelet_dir();
     options.replicas = replicas;
@@ -179,7 +171,7 @@ TEST_F(DevicePluginTest, RegistersAndAdvertisesReplicasWithNuma) {
 
 TEST_F(DevicePluginTest, ListAndWatchSendsAgainWhenHealthChanges) {
   auto plugin = StartPlugin(2);
-  MachineTopology sick = Dgx1();
+  MachineTopology sick = testing::Dgx1WithUuids();
   sick.gpu(3).healthy = false;
   sick.gpu(3).health_reason = "nvmlDeviceGetUUID: GPU_IS_LOST";
   ASSERT_TRUE(plugin->SetTopology(sick));
@@ -201,7 +193,8 @@ TEST_F(DevicePluginTest, SteersPodsOntoTheirAssignedGpus) {
   FakeKubelet::PodAllocation a = Admit(two);
   ASSERT_EQ(a.containers.size(), 1u);
   EXPECT_TRUE(a.containers[0].preferred_asked);
-  EXPECT_THAT(a.containers[0].device_ids, ElementsAre(Id(6, 0), Id(1, 0)));
+  EXPECT_THAT(a.containers[0].device_ids,
+              ElementsAre(testing::Dgx1Replica(6, 0), testing::Dgx1Replica(1, 0)));
   EXPECT_EQ(a.containers[0].envs["NVIDIA_VISIBLE_DEVICES"], "GPU-d6,GPU-d1");
 
   // A second pod on GPU 6 gets its other replica.
@@ -209,7 +202,7 @@ TEST_F(DevicePluginTest, SteersPodsOntoTheirAssignedGpus) {
   pods_.Add(one);
   FakeKubelet::PodAllocation b = Admit(one);
   ASSERT_EQ(b.containers.size(), 1u);
-  EXPECT_THAT(b.containers[0].device_ids, ElementsAre(Id(6, 1)));
+  EXPECT_THAT(b.containers[0].device_ids, ElementsAre(testing::Dgx1Replica(6, 1)));
   EXPECT_EQ(b.containers[0].envs["NVIDIA_VISIBLE_DEVICES"], "GPU-d6");
 
   const std::vector<AdmissionRecord> admissions = plugin->Admissions();
@@ -230,12 +223,12 @@ TEST_F(DevicePluginTest, ACachedSourceListsLiveOnlyWhenItsPodsGiveNoSteering) {
 
   FakeKubelet::PodAllocation a = Admit(early);
   ASSERT_EQ(a.containers.size(), 1u);
-  EXPECT_THAT(a.containers[0].device_ids, ElementsAre(Id(2, 0)));
+  EXPECT_THAT(a.containers[0].device_ids, ElementsAre(testing::Dgx1Replica(2, 0)));
   EXPECT_EQ(pods_.live_reads(), 0) << "steered from the cache: no list";
 
   FakeKubelet::PodAllocation b = Admit(late);
   ASSERT_EQ(b.containers.size(), 1u);
-  EXPECT_THAT(b.containers[0].device_ids, ElementsAre(Id(5, 0)));
+  EXPECT_THAT(b.containers[0].device_ids, ElementsAre(testing::Dgx1Replica(5, 0)));
   EXPECT_EQ(pods_.live_reads(), 1);
   const std::vector<AdmissionRecord> admissions = plugin->Admissions();
   ASSERT_EQ(admissions.size(), 2u);
@@ -254,8 +247,9 @@ TEST_F(DevicePluginTest, TwoPodsBoundInTheSameSecond) {
   FakeKubelet::PodAllocation second = Admit(b);
   ASSERT_EQ(first.containers.size(), 1u);
   ASSERT_EQ(second.containers.size(), 1u);
-  EXPECT_THAT(first.containers[0].device_ids, ElementsAre(Id(2, 0)));
-  EXPECT_THAT(second.containers[0].device_ids, ElementsAre(Id(5, 0), Id(7, 0)));
+  EXPECT_THAT(first.containers[0].device_ids, ElementsAre(testing::Dgx1Replica(2, 0)));
+  EXPECT_THAT(second.containers[0].device_ids,
+              ElementsAre(testing::Dgx1Replica(5, 0), testing::Dgx1Replica(7, 0)));
   EXPECT_EQ(second.containers[0].envs["NVIDIA_VISIBLE_DEVICES"], "GPU-d5,GPU-d7");
 
   // Two more of one size in the same second: each gets its own GPU, in kubelet's order.
@@ -263,8 +257,8 @@ TEST_F(DevicePluginTest, TwoPodsBoundInTheSameSecond) {
   const BoundPod d = Bound("d", "GPU-d4", 1, kT0 + seconds(1));
   pods_.Add(d);
   pods_.Add(c);
-  EXPECT_THAT(Admit(c).containers[0].device_ids, ElementsAre(Id(3, 0)));
-  EXPECT_THAT(Admit(d).containers[0].device_ids, ElementsAre(Id(4, 0)));
+  EXPECT_THAT(Admit(c).containers[0].device_ids, ElementsAre(testing::Dgx1Replica(3, 0)));
+  EXPECT_THAT(Admit(d).containers[0].device_ids, ElementsAre(testing::Dgx1Replica(4, 0)));
   for (const AdmissionRecord& r : plugin->Admissions()) {
     EXPECT_TRUE(r.identification.steered()) << r.identification.reason;
   }
@@ -280,10 +274,11 @@ TEST_F(DevicePluginTest, InitContainersThenEachContainerItsShare) {
   FakeKubelet::PodAllocation a = Admit(staged);
   ASSERT_EQ(a.containers.size(), 2u);
   EXPECT_EQ(a.containers[0].container, "setup");
-  EXPECT_THAT(a.containers[0].device_ids, ElementsAre(Id(3, 0)));
+  EXPECT_THAT(a.containers[0].device_ids, ElementsAre(testing::Dgx1Replica(3, 0)));
   EXPECT_EQ(a.containers[1].container, "main");
-  EXPECT_THAT(a.containers[1].preferred_must_include, ElementsAre(Id(3, 0)));
-  EXPECT_THAT(a.containers[1].device_ids, UnorderedElementsAre(Id(3, 0), Id(0, 0)));
+  EXPECT_THAT(a.containers[1].preferred_must_include, ElementsAre(testing::Dgx1Replica(3, 0)));
+  EXPECT_THAT(a.containers[1].device_ids,
+              UnorderedElementsAre(testing::Dgx1Replica(3, 0), testing::Dgx1Replica(0, 0)));
 
   // Two containers of one each: consecutive slices of the assignment, in spec order.
   BoundPod pair = Bound("pair", "GPU-d1,GPU-d4", 1, kT0 + seconds(1));
@@ -291,8 +286,8 @@ TEST_F(DevicePluginTest, InitContainersThenEachContainerItsShare) {
   pods_.Add(pair);
   FakeKubelet::PodAllocation b = Admit(pair);
   ASSERT_EQ(b.containers.size(), 2u);
-  EXPECT_THAT(b.containers[0].device_ids, ElementsAre(Id(1, 0)));
-  EXPECT_THAT(b.containers[1].device_ids, ElementsAre(Id(4, 0)));
+  EXPECT_THAT(b.containers[0].device_ids, ElementsAre(testing::Dgx1Replica(1, 0)));
+  EXPECT_THAT(b.containers[1].device_ids, ElementsAre(testing::Dgx1Replica(4, 0)));
   EXPECT_EQ(b.containers[1].envs["NVIDIA_VISIBLE_DEVICES"], "GPU-d4");
   for (const AdmissionRecord& r : plugin->Admissions()) {
     EXPECT_TRUE(r.identification.steered()) << r.identification.reason;
@@ -307,7 +302,8 @@ TEST_F(DevicePluginTest, APodDeletedDuringAdmissionFallsBack) {
   pods_.OnRead([](std::vector<BoundPod>& pods) { pods.clear(); });
   FakeKubelet::PodAllocation a = Admit(gone);
   ASSERT_EQ(a.containers.size(), 1u);
-  EXPECT_THAT(a.containers[0].device_ids, ElementsAre(Id(0, 0)));  // the fallback's choice
+  EXPECT_THAT(a.containers[0].device_ids,
+              ElementsAre(testing::Dgx1Replica(0, 0)));  // the fallback's choice
   EXPECT_EQ(a.containers[0].envs["NVIDIA_VISIBLE_DEVICES"], "GPU-d0");
   const std::vector<AdmissionRecord> admissions = plugin->Admissions();
   ASSERT_EQ(admissions.size(), 1u);
@@ -326,7 +322,8 @@ TEST_F(DevicePluginTest, AnAnnotationNamingAGpuThisNodeLacksFallsBackWithTheReas
   FakeKubelet::PodAllocation a = Admit(stray);
   ASSERT_EQ(a.containers.size(), 1u);
   EXPECT_EQ(a.containers[0].device_ids.size(), 2u);
-  EXPECT_THAT(a.containers[0].device_ids, ElementsAre(Id(1, 0), Id(2, 0)));
+  EXPECT_THAT(a.containers[0].device_ids,
+              ElementsAre(testing::Dgx1Replica(1, 0), testing::Dgx1Replica(2, 0)));
   const std::vector<AdmissionRecord> admissions = plugin->Admissions();
   ASSERT_EQ(admissions.size(), 2u);
   EXPECT_FALSE(admissions[1].identification.steered());
@@ -339,7 +336,7 @@ TEST_F(DevicePluginTest, KubeletRestartInTheMiddleReRegistersAndKeepsSteering) {
   auto plugin = StartPlugin(2);
   const BoundPod before = Bound("before", "GPU-d4", 1);
   pods_.Add(before);
-  EXPECT_THAT(Admit(before).containers[0].device_ids, ElementsAre(Id(4, 0)));
+  EXPECT_THAT(Admit(before).containers[0].device_ids, ElementsAre(testing::Dgx1Replica(4, 0)));
 
   ASSERT_TRUE(kubelet_.Restart());
   ASSERT_TRUE(kubelet_.WaitForRegisterCalls(2, kWait));
@@ -352,7 +349,8 @@ TEST_F(DevicePluginTest, KubeletRestartInTheMiddleReRegistersAndKeepsSteering) {
   FakeKubelet::PodAllocation a = Admit(after);
   ASSERT_EQ(a.containers.size(), 1u);
   // GPU 4's replica 0 survived the restart (kubelet's checkpoint): replica 1 is next.
-  EXPECT_THAT(a.containers[0].device_ids, ElementsAre(Id(4, 1), Id(0, 0)));
+  EXPECT_THAT(a.containers[0].device_ids,
+              ElementsAre(testing::Dgx1Replica(4, 1), testing::Dgx1Replica(0, 0)));
   EXPECT_TRUE(plugin->Admissions().back().identification.steered());
 
   // A second restart works the same.
@@ -361,7 +359,7 @@ TEST_F(DevicePluginTest, KubeletRestartInTheMiddleReRegistersAndKeepsSteering) {
   ASSERT_TRUE(kubelet_.WaitForPlugin(kResource, 1, kWait));
   const BoundPod later = Bound("later", "GPU-d7", 1, kT0 + seconds(2));
   pods_.Add(later);
-  EXPECT_THAT(Admit(later).containers[0].device_ids, ElementsAre(Id(7, 0)));
+  EXPECT_THAT(Admit(later).containers[0].device_ids, ElementsAre(testing::Dgx1Replica(7, 0)));
 }
 
 TEST_F(DevicePluginTest, RegistersOnceKubeletComesUp) {
@@ -370,7 +368,7 @@ TEST_F(DevicePluginTest, RegistersOnceKubeletComesUp) {
   options.kubelet_dir = kubelet_.kubelet_dir();
   options.poll_period = std::chrono::milliseconds(100);
   std::filesystem::create_directories(kubelet_.device_plugins_dir());
-  DevicePlugin plugin(options, Dgx1(), pods_, nullptr);
+  DevicePlugin plugin(options, testing::Dgx1WithUuids(), pods_, nullptr);
   ASSERT_TRUE(plugin.Start().ok());
   EXPECT_FALSE(plugin.registered());
   EXPECT_THAT(plugin.last_register_error(), HasSubstr("register with kubelet"));
@@ -393,7 +391,10 @@ TEST_F(DevicePluginTest, AllocateAnswersPhysicalUuidsDeduplicated) {
     return stub->Allocate(&context, request, &response);
   };
   dp::AllocateResponse response;
-  ASSERT_TRUE(allocate({Id(3, 1), Id(1, 0), Id(3, 0)}, response).ok());
+  ASSERT_TRUE(
+      allocate({testing::Dgx1Replica(3, 1), testing::Dgx1Replica(1, 0), testing::Dgx1Replica(3, 0)},
+               response)
+          .ok());
   ASSERT_EQ(response.container_responses_size(), 1);
   EXPECT_EQ(response.container_responses(0).envs().at("NVIDIA_VISIBLE_DEVICES"), "GPU-d3,GPU-d1");
   dp::AllocateResponse unknown;
@@ -407,7 +408,7 @@ TEST_F(DevicePluginTest, FailRequestsGreaterThanOne) {
   options.kubelet_dir = kubelet_.kubelet_dir();
   options.replicas = 4;
   options.fail_requests_greater_than_one = true;
-  DevicePlugin plugin(options, Dgx1(), pods_, &pod_resources_);
+  DevicePlugin plugin(options, testing::Dgx1WithUuids(), pods_, &pod_resources_);
   ASSERT_TRUE(plugin.Start().ok());
   ASSERT_TRUE(kubelet_.WaitForPlugin(kResource, 1, kWait));
   const BoundPod two = Bound("two", "GPU-d0,GPU-d3", 2);
@@ -418,7 +419,7 @@ TEST_F(DevicePluginTest, FailRequestsGreaterThanOne) {
               HasSubstr("maximum request size for shared resources is 1"));
   const BoundPod one = Bound("one", "GPU-d3", 1, kT0 + seconds(1));
   pods_.Add(one);
-  EXPECT_THAT(Admit(one).containers[0].device_ids, ElementsAre(Id(3, 0)));
+  EXPECT_THAT(Admit(one).containers[0].device_ids, ElementsAre(testing::Dgx1Replica(3, 0)));
 }
 
 TEST_F(DevicePluginTest, ReplicasFromTheTimeSlicingConfig) {
@@ -448,7 +449,7 @@ TEST_F(DevicePluginTest, ACorruptTimeSlicingConfigIsAClearError) {
   DevicePluginOptions options;
   options.kubelet_dir = kubelet_.kubelet_dir();
   options.replicas = 0;
-  DevicePlugin plugin(options, Dgx1(), pods_, nullptr);
+  DevicePlugin plugin(options, testing::Dgx1WithUuids(), pods_, nullptr);
   const Status started = plugin.Start();
   EXPECT_EQ(started.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(started.message(), HasSubstr("replicas must be 1..1024, not 0"));

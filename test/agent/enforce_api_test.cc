@@ -8,6 +8,7 @@
 #include "src/agent/device_plugin.h"
 #include "src/agent/kube_pod_source.h"
 #include "src/agent/pod_resources_client.h"
+#include "test/agent/agent_test_support.h"
 #include "test/kube/kube_fixtures.h"
 #include "test/support/fake_api_server.h"
 #include "test/support/fake_clock.h"
@@ -25,12 +26,6 @@ using ::testing::HasSubstr;
 constexpr std::chrono::seconds kWait{60};  // only ever reached when something is broken
 constexpr char kResource[] = "nvidia.com/gpu";
 
-MachineTopology Dgx1() {
-  MachineTopology m = gputopo::testing::Dgx1();
-  for (int i = 0; i < 8; ++i) m.gpu(i).uuid = "GPU-d" + std::to_string(i);
-  return m;
-}
-
 class EnforceApiTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -47,7 +42,8 @@ class EnforceApiTest : public ::testing::Test {
     options.kubelet_dir = kubelet_.kubelet_dir();
     options.replicas = 2;
     options.poll_period = std::chrono::milliseconds(100);
-    plugin_ = std::make_unique<DevicePlugin>(options, Dgx1(), *pods_, &pod_resources_);
+    plugin_ =
+        std::make_unique<DevicePlugin>(options, testing::Dgx1WithUuids(), *pods_, &pod_resources_);
     ASSERT_TRUE(plugin_->Start().ok());
     ASSERT_TRUE(kubelet_.WaitForPlugin(kResource, 1, kWait)) << plugin_->last_register_error();
   }
