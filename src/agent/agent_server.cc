@@ -39,7 +39,7 @@ struct AgentServer::Impl {
     }
     if (path == "/readyz") {
       return {http::Lane::kInline, [this](const http::HttpRequest&, http::HttpResponse& res) {
-                const std::string more = options.not_ready ? options.not_ready() : "";
+                const std::string more = enforce != nullptr ? enforce->NotReadyReason() : "";
                 if (observer != nullptr && observer->ready() && more.empty()) {
                   res.body = "ok\n";
                   return;
@@ -72,7 +72,8 @@ struct AgentServer::Impl {
     }
   }
 
-  // Every `options.rediscover`: discovery again, and the document published when it changed.
+  // Every `options.rediscover`: discovery again, the document published when it changed, and
+  // the health advertised to kubelet in enforce mode.
   void RediscoverLoop() {
     std::unique_lock<std::mutex> lock(mu);
     while (!stop) {
@@ -82,6 +83,7 @@ struct AgentServer::Impl {
       Result<Discovery> found = DiscoverTopology(options.discovery, runner);
       if (found.ok()) {
         PublishTopology(found->machine);
+        if (enforce != nullptr) enforce->SetTopology(std::move(found->machine));
       } else {
         spdlog::warn("agent: rediscovery failed: {}", found.status().message());
       }
@@ -99,7 +101,8 @@ struct AgentServer::Impl {
   std::thread rediscover_thread;
   PodResourcesClient pod_resources;
   observability::MetricsRegistry metrics;
-  std::unique_ptr<Observer> observer;  // set by Start()
+  std::unique_ptr<EnforceMode> enforce;  // enforce mode only; set by Create
+  std::unique_ptr<Observer> observer;    // set by Start()
   std::unique_ptr<http::HttpServer> http;
 };
 
@@ -108,8 +111,19 @@ Result<std::unique_ptr<AgentServer>> AgentServer::Create(AgentOptions options,
                                                          const Clock& clock) {
   if (options.node_name.empty()) return InvalidArgument("--node-name is required");
   if (options.period.count() <= 0) return InvalidArgument("the observe period must be positive");
-  return std::unique_ptr<AgentServer>(
-      new AgentServer(std::make_unique<Impl>(std::move(options), std::move(kube), clock)));
+  std::optional<EnforceOptions> enforce = std::move(options.enforce);
+  auto impl = std::make_unique<Impl>(std::move(options), std::move(kube), clock);
+  if (enforce) {
+    enforce->node_name = impl->options.node_name;
+    enforce->kubelet_dir = impl->options.kubelet_dir;
+    enforce->resource_name = impl->options.resource_name;
+    Result<std::unique_ptr<EnforceMode>> made =
+        EnforceMode::Create(std::move(*enforce), impl->kube, impl->metrics);
+    if (!made.ok()) return made.status();
+    impl->enforce = std::move(made).value();
+    impl->options.resource_name = impl->enforce->advertised_resource();  // observed as renamed
+  }
+  return std::unique_ptr<AgentServer>(new AgentServer(std::move(impl)));
 }
 
 AgentServer::AgentServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -131,12 +145,17 @@ Status AgentServer::Start() {
       spdlog::info("agent: {} GPUs discovered through {}", found->machine.gpu_count(),
                    found->source);
       topology = found->machine;
+    } else if (s.enforce != nullptr) {
+      return found.status().WithContext("enforce mode: discovery");
     } else {
       // Observe mode still works for UUID device IDs (NVIDIA's default); index forms will be
       // reported unmapped.
       spdlog::warn("agent: no topology ({}); only GPU-<uuid> device IDs can be mapped",
                    found.status().message());
     }
+  }
+  if (s.enforce != nullptr) {
+    if (Status started = s.enforce->Start(topology); !started.ok()) return started;
   }
   s.PublishTopology(topology);
   ObserverOptions observe;
@@ -163,7 +182,8 @@ Status AgentServer::Start() {
       });
   if (Status started = s.http->Start(); !started.ok()) return started;
   s.observer->Start();
-  if (!s.options.topology && s.options.publish_topology && s.options.rediscover.count() > 0) {
+  if (!s.options.topology && (s.options.publish_topology || s.enforce != nullptr) &&
+      s.options.rediscover.count() > 0) {
     s.rediscover_thread = std::thread([&s] { s.RediscoverLoop(); });
   }
   spdlog::info("agent: observing node {} ({} from {}); /healthz /readyz /metrics on {}:{}",
@@ -176,7 +196,7 @@ int AgentServer::port() const { return impl_->http != nullptr ? impl_->http->por
 
 bool AgentServer::ready() const {
   return impl_->observer != nullptr && impl_->observer->ready() &&
-         (!impl_->options.not_ready || impl_->options.not_ready().empty());
+         (impl_->enforce == nullptr || impl_->enforce->NotReadyReason().empty());
 }
 
 void AgentServer::RequestStop() {
@@ -192,6 +212,7 @@ void AgentServer::Wait() {
   }
   impl_->cv.notify_all();
   if (impl_->rediscover_thread.joinable()) impl_->rediscover_thread.join();
+  if (impl_->enforce != nullptr) impl_->enforce->Stop();
 }
 
 }  // namespace gputopo::agent

@@ -1,20 +1,22 @@
-// AgentServer: `gputopo agent run` in observe mode. It wires the parts and owns them: the API
-// server client, kubelet's PodResources client, the Observer on its own thread, and an HTTP
-// listener for probes and metrics:
+// AgentServer: `gputopo agent run`. It wires the parts and owns them: the API server client,
+// kubelet's PodResources client, the Observer on its own thread, in enforce mode the EnforceMode
+// (the device plugin), and an HTTP listener for probes and metrics:
 //   /healthz  200 while the process serves
 //   /readyz   200 once an observe pass has read both the API server and PodResources (and while
-//             the latest one did) and `not_ready` has no reason, else 503 with the reason
+//             the latest one did) and, in enforce mode, the plugin is registered with kubelet
+//             and the node's pods are listed; else 503 with the reason
 //   /metrics  Prometheus text
-// The node's topology (discovery, through NVML or nvidia-smi) resolves index-form device IDs and
-// is published on the Node (TopologyPublisher), again after each periodic rediscovery; when
-// discovery fails the agent still serves, mapping UUID forms only, and says so.
+// The node's topology is discovered (through NVML or nvidia-smi) at Start and again every
+// `rediscover`, on one thread, for every part: it resolves index-form device IDs, is published
+// on the Node (TopologyPublisher), and in enforce mode is what the plugin advertises (with each
+// GPU's health). When discovery fails, observe mode still serves, mapping UUID forms only, and
+// says so; enforce mode cannot start.
 //
 // Thread safety: Start, RequestStop and Wait as HttpServer's (RequestStop from any thread).
 #ifndef GPUTOPO_SRC_AGENT_AGENT_SERVER_H_
 #define GPUTOPO_SRC_AGENT_AGENT_SERVER_H_
 
 #include <chrono>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +24,7 @@
 #include "gputopo/clock.h"
 #include "gputopo/machine_topology.h"
 #include "gputopo/status.h"
+#include "src/agent/enforce_mode.h"
 #include "src/agent/topology_discovery.h"
 #include "src/kube/kube_config.h"
 
@@ -40,24 +43,27 @@ struct AgentOptions {
   // The topology found is published as the node annotation gputopo.io/topology (written only
   // when it differs), at Start and then after each rediscovery, every `rediscover` (0: only at
   // Start). Rediscovery is what marks a GPU that stopped answering NVML unhealthy.
+  // Enforce mode also sends each rediscovery's health to kubelet (ListAndWatch).
   bool publish_topology = true;
-  std::chrono::milliseconds rediscover{60000};
-  // More to being ready (may be empty): the reason the agent is not, empty when it is as far as
-  // this goes. Enforce mode's (EnforceMode::NotReadyReason). Called from the HTTP thread.
-  std::function<std::string()> not_ready;
+  std::chrono::milliseconds rediscover{30000};
+  // Enforce mode, when set. Its node name, kubelet dir and resource name are the ones above; the
+  // observer then watches the resource as enforce mode advertises it (a time-slicing rename).
+  std::optional<EnforceOptions> enforce;
 };
 
 class AgentServer {
  public:
-  // Error for options that cannot work (no node name). `clock` must outlive the server.
+  // Error for options that cannot work (no node name; enforce options as EnforceMode::Create).
+  // `clock` must outlive the server.
   static Result<std::unique_ptr<AgentServer>> Create(AgentOptions options, kube::KubeConfig kube,
                                                      const Clock& clock);
   ~AgentServer();  // RequestStop(), Wait()
   AgentServer(const AgentServer&) = delete;
   AgentServer& operator=(const AgentServer&) = delete;
 
-  // Discovers the topology (unless given), binds the listener and starts observing. Error when
-  // the listener cannot be bound.
+  // Discovers the topology (unless given), starts enforce mode, binds the listener and starts
+  // observing. Error when the listener cannot be bound, or enforce mode cannot start (no
+  // topology, the plugin socket).
   Status Start();
   int port() const;
   bool ready() const;

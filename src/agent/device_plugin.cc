@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -52,6 +53,14 @@ std::optional<FileId> Identify(const std::string& path) {
                 static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec};
 }
 
+// gputopo_agent_admissions_total's result label, by IdentificationVerdict.
+constexpr std::array<std::pair<IdentificationVerdict, const char*>, 4> kAdmissionResults = {{
+    {IdentificationVerdict::kSteered, "steered"},
+    {IdentificationVerdict::kNoneQualify, "no_pod_qualifies"},
+    {IdentificationVerdict::kAmbiguous, "ambiguous"},
+    {IdentificationVerdict::kNotEnoughReplicas, "not_enough_replicas"},
+}};
+
 std::string Sorted(std::vector<std::string> ids) {
   std::sort(ids.begin(), ids.end());
   std::string out;
@@ -71,12 +80,22 @@ std::string DevicePluginSocketPath(const std::string& kubelet_dir,
 class DevicePlugin::Impl {
  public:
   Impl(DevicePluginOptions options, MachineTopology topology, PodSource& pods,
-       PodResourcesClient* pod_resources)
+       PodResourcesClient* pod_resources, observability::MetricsRegistry* metrics)
       : options_(std::move(options)),
         socket_path_(DevicePluginSocketPath(options_.kubelet_dir, options_.resource_name)),
         kubelet_socket_(options_.kubelet_dir + "/device-plugins/kubelet.sock"),
         pods_(pods),
         pod_resources_(pod_resources) {
+    if (metrics != nullptr) {
+      observability::CounterFamily& admissions = metrics->RegisterCounter(
+          "gputopo_agent_admissions_total",
+          "Container requests kubelet's GetPreferredAllocation asked the agent about, by "
+          "result: steered onto gputopo's assigned GPUs, or the agent's own choice and why.",
+          {"result"});
+      for (size_t i = 0; i < kAdmissionResults.size(); ++i) {
+        admissions_by_result_[i] = &admissions.WithLabels({kAdmissionResults[i].second});
+      }
+    }
     SetTopologyLocked(std::move(topology));
   }
 
@@ -440,6 +459,12 @@ class DevicePlugin::Impl {
       spdlog::info("enforce: {} of {} not steered ({}); own choice {}", request.allocation_size,
                    options_.resource_name, record.identification.reason, answer_text);
     }
+    for (size_t i = 0; i < kAdmissionResults.size(); ++i) {
+      if (kAdmissionResults[i].first == record.identification.verdict &&
+          admissions_by_result_[i] != nullptr) {
+        admissions_by_result_[i]->Inc();
+      }
+    }
     std::lock_guard<std::mutex> lock(mu_);
     if (record.identification.steered()) {
       if (pending_.size() >= kPendingKept) pending_.erase(pending_.begin());
@@ -457,6 +482,8 @@ class DevicePlugin::Impl {
   const std::string kubelet_socket_;
   PodSource& pods_;
   PodResourcesClient* const pod_resources_;
+  // By kAdmissionResults' order; null without a registry.
+  std::array<observability::Counter*, kAdmissionResults.size()> admissions_by_result_{};
 
   // Serializes serving, shutting down and registering. Never taken by gRPC handlers.
   std::mutex life_mu_;
@@ -484,8 +511,10 @@ class DevicePlugin::Impl {
 };
 
 DevicePlugin::DevicePlugin(DevicePluginOptions options, MachineTopology topology, PodSource& pods,
-                           PodResourcesClient* pod_resources)
-    : impl_(std::make_unique<Impl>(std::move(options), std::move(topology), pods, pod_resources)) {}
+                           PodResourcesClient* pod_resources,
+                           observability::MetricsRegistry* metrics)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(topology), pods, pod_resources,
+                                   metrics)) {}
 DevicePlugin::~DevicePlugin() = default;
 Status DevicePlugin::Start() { return impl_->Start(); }
 void DevicePlugin::Stop() { impl_->Stop(); }

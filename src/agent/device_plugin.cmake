@@ -1,8 +1,10 @@
 # Included from src/CMakeLists.txt. The node agent's enforce mode: the device plugin (gRPC, kept
 # inside device_plugin.cc), pod identification and replica choice (pure), NVIDIA's time-slicing
 # config file (yaml-cpp), the pods bound to the node from the API server (a watched cache, and a
-# live list when it lags), and the wiring `gputopo agent run --mode enforce` starts.
+# live list when it lags), and the wiring `gputopo agent run` starts (AgentServer, with enforce
+# mode when asked).
 add_library(gputopo_agent_plugin STATIC
+  agent/agent_server.cc
   agent/device_plugin.cc
   agent/enforce_mode.cc
   agent/kube_pod_source.cc

@@ -35,6 +35,7 @@
 #include "gputopo/status.h"
 #include "src/agent/pod_identification.h"
 #include "src/agent/pod_resources_client.h"
+#include "src/observability/metrics.h"
 
 namespace gputopo::agent {
 
@@ -81,9 +82,13 @@ struct AdmissionRecord {
 class DevicePlugin {
  public:
   // `pods` and `pod_resources` (may be null: then only the plugin's own record of allocations
-  // counts) must outlive the plugin.
+  // counts) must outlive the plugin, and so must `metrics` when given: each container request
+  // GetPreferredAllocation answers counts in gputopo_agent_admissions_total{result}, result
+  // being steered, no_pod_qualifies, ambiguous or not_enough_replicas (the last three answered
+  // with the plugin's own choice).
   DevicePlugin(DevicePluginOptions options, MachineTopology topology, PodSource& pods,
-               PodResourcesClient* pod_resources);
+               PodResourcesClient* pod_resources,
+               observability::MetricsRegistry* metrics = nullptr);
   ~DevicePlugin();  // Stop()s
   DevicePlugin(const DevicePlugin&) = delete;
   DevicePlugin& operator=(const DevicePlugin&) = delete;

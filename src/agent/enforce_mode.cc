@@ -3,15 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
 
-#include "src/agent/command_runner.h"
 #include "src/agent/device_plugin.h"
 #include "src/agent/pod_resources_client.h"
 #include "src/agent/watched_pod_source.h"
-#include "src/kube/kube_client.h"
 
 namespace gputopo::agent {
 
@@ -34,70 +29,41 @@ Result<SharingConfig> ResolveSharing(const EnforceOptions& options) {
 }
 
 struct EnforceMode::Impl {
-  Impl(EnforceOptions o, SharingConfig s, kube::KubeConfig config, const Clock& clock)
+  Impl(EnforceOptions o, SharingConfig s, kube::KubeClient& kube, observability::MetricsRegistry& m)
       : options(std::move(o)),
         sharing(std::move(s)),
-        kube(
-            std::move(config),
-            [] {
-              kube::ClientOptions client;
-              client.component = "gputopo-agent";
-              return client;
-            }(),
-            clock),
+        metrics(m),
         pods(kube, options.node_name, sharing.advertised_resource),  // what pods request
         pod_resources(options.kubelet_dir + "/pod-resources/kubelet.sock") {}
 
   const EnforceOptions options;
   const SharingConfig sharing;
-  kube::KubeClient kube;
+  observability::MetricsRegistry& metrics;
   WatchedPodSource pods;
   PodResourcesClient pod_resources;
-  std::unique_ptr<DevicePlugin> plugin;
-  std::atomic<bool> started{false};  // plugin is set and serving (read by NotReadyReason)
-
-  std::mutex mu;
-  std::condition_variable cv;
-  bool stopping = false;  // GUARDED_BY(mu)
-  std::thread rediscovery;
-
-  void Rediscover() {
-    std::unique_lock<std::mutex> lock(mu);
-    while (!stopping) {
-      cv.wait_for(lock, options.rediscover_period);
-      if (stopping) break;
-      lock.unlock();
-      SubprocessRunner runner;
-      Result<Discovery> found = DiscoverTopology(options.discovery, runner);
-      if (!found.ok()) {
-        spdlog::warn("enforce: discovery: {}", found.status().message());
-      } else if (!plugin->SetTopology(std::move(found->machine))) {
-        spdlog::warn("enforce: discovery found another GPU count; restart the agent to follow it");
-      }
-      lock.lock();
-    }
-  }
+  std::unique_ptr<DevicePlugin> plugin;  // set by Start, before `started`
+  std::atomic<bool> started{false};      // plugin is set and serving
 };
 
 EnforceMode::EnforceMode(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 EnforceMode::~EnforceMode() { Stop(); }
 
 Result<std::unique_ptr<EnforceMode>> EnforceMode::Create(EnforceOptions options,
-                                                         kube::KubeConfig kube,
-                                                         const Clock& clock) {
+                                                         kube::KubeClient& kube,
+                                                         observability::MetricsRegistry& metrics) {
   if (options.node_name.empty()) return InvalidArgument("enforce mode needs --node-name");
   Result<SharingConfig> sharing = ResolveSharing(options);
   if (!sharing.ok()) return sharing.status();
-  return std::unique_ptr<EnforceMode>(new EnforceMode(std::make_unique<Impl>(
-      std::move(options), std::move(sharing).value(), std::move(kube), clock)));
+  return std::unique_ptr<EnforceMode>(new EnforceMode(
+      std::make_unique<Impl>(std::move(options), std::move(sharing).value(), kube, metrics)));
 }
 
-Status EnforceMode::Start() {
+Status EnforceMode::Start(MachineTopology topology) {
   Impl& s = *impl_;
   if (s.plugin != nullptr) return Status::Ok();
-  SubprocessRunner runner;
-  Result<Discovery> found = DiscoverTopology(s.options.discovery, runner);
-  if (!found.ok()) return found.status().WithContext("enforce mode: discovery");
+  if (topology.gpu_count() == 0) {
+    return FailedPrecondition("enforce mode: no GPU discovered, nothing to advertise");
+  }
   DevicePluginOptions plugin;
   plugin.kubelet_dir = s.options.kubelet_dir;
   plugin.resource_name = s.sharing.advertised_resource;
@@ -105,18 +71,13 @@ Status EnforceMode::Start() {
   plugin.fail_requests_greater_than_one = s.sharing.fail_requests_greater_than_one;
   plugin.trusted_schedulers = s.options.trusted_schedulers;
   s.pods.Start();  // admissions before its first list arrives list the API server themselves
-  s.plugin =
-      std::make_unique<DevicePlugin>(plugin, std::move(found->machine), s.pods, &s.pod_resources);
+  s.plugin = std::make_unique<DevicePlugin>(plugin, std::move(topology), s.pods, &s.pod_resources,
+                                            &s.metrics);
   if (Status started = s.plugin->Start(); !started.ok()) {
     s.plugin.reset();
     s.pods.Stop();
     return started.WithContext("enforce mode");
   }
-  {
-    std::lock_guard<std::mutex> lock(s.mu);
-    s.stopping = false;
-  }
-  s.rediscovery = std::thread([&s] { s.Rediscover(); });
   s.started = true;
   spdlog::info("enforce: device plugin for {} on {} ({} replicas per GPU), {}",
                plugin.resource_name, s.plugin->socket_path(), plugin.replicas,
@@ -125,15 +86,16 @@ Status EnforceMode::Start() {
   return Status::Ok();
 }
 
+void EnforceMode::SetTopology(MachineTopology topology) {
+  if (!impl_->started) return;
+  if (!impl_->plugin->SetTopology(std::move(topology))) {
+    spdlog::warn("enforce: discovery found another GPU count; restart the agent to follow it");
+  }
+}
+
 void EnforceMode::Stop() {
   if (impl_ == nullptr) return;
   impl_->started = false;
-  {
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    impl_->stopping = true;
-    impl_->cv.notify_all();
-  }
-  if (impl_->rediscovery.joinable()) impl_->rediscovery.join();
   if (impl_->plugin != nullptr) impl_->plugin->Stop();
   impl_->pods.Stop();
 }

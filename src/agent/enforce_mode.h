@@ -1,23 +1,24 @@
 // EnforceMode: what `gputopo agent run --mode enforce` adds to observe mode: the agent is
-// kubelet's device plugin for the resource (device_plugin.h). It owns the parts: the node's
-// topology (discovered once at Start), an API server client for the pods bound to this node,
-// kubelet's PodResources client, and the DevicePlugin; discovery runs again every
-// rediscover_period on a thread of its own, for health.
+// kubelet's device plugin for the resource (device_plugin.h). It owns the parts: a watched cache
+// of the pods bound to this node (through the agent's API server client), kubelet's PodResources
+// client, and the DevicePlugin. AgentServer owns it and discovers the topology for it: once
+// before Start, then again at each rediscovery (SetTopology), which is how a GPU that stops
+// answering NVML is advertised unhealthy.
 //
-// Thread safety: Start and Stop from one thread.
+// Thread safety: Start and Stop from one thread; SetTopology, NotReadyReason, registered and
+// advertised_resource from any.
 #ifndef GPUTOPO_SRC_AGENT_ENFORCE_MODE_H_
 #define GPUTOPO_SRC_AGENT_ENFORCE_MODE_H_
 
-#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "gputopo/clock.h"
+#include "gputopo/machine_topology.h"
 #include "gputopo/status.h"
 #include "src/agent/time_slicing_config.h"
-#include "src/agent/topology_discovery.h"
-#include "src/kube/kube_config.h"
+#include "src/kube/kube_client.h"
+#include "src/observability/metrics.h"
 
 namespace gputopo::agent {
 
@@ -28,10 +29,6 @@ struct EnforceOptions {
   int replicas = 0;                 // --replicas; 0: not given
   std::string time_slicing_config;  // --time-slicing-config; empty: not given
   std::vector<std::string> trusted_schedulers = {"gputopo-scheduler"};
-  DiscoveryOptions discovery;
-  // How often discovery runs again, so that a GPU that stops answering NVML is advertised
-  // unhealthy (ListAndWatch sends the new list).
-  std::chrono::milliseconds rediscover_period{30000};
 };
 
 // The sharing `options` state: --replicas, or the time-slicing config file, or 1 replica.
@@ -40,18 +37,23 @@ Result<SharingConfig> ResolveSharing(const EnforceOptions& options);
 
 class EnforceMode {
  public:
-  // Error for options that cannot work (no node name, sharing as ResolveSharing).
-  static Result<std::unique_ptr<EnforceMode>> Create(EnforceOptions options, kube::KubeConfig kube,
-                                                     const Clock& clock);
+  // Error for options that cannot work (no node name, sharing as ResolveSharing). `kube` and
+  // `metrics` must outlive it; the admissions are counted in `metrics`
+  // (gputopo_agent_admissions_total, gputopo_agent_admission_duration_seconds).
+  static Result<std::unique_ptr<EnforceMode>> Create(EnforceOptions options, kube::KubeClient& kube,
+                                                     observability::MetricsRegistry& metrics);
   ~EnforceMode();  // Stop()s
   EnforceMode(const EnforceMode&) = delete;
   EnforceMode& operator=(const EnforceMode&) = delete;
 
-  // Discovers the topology, serves the device plugin and registers with kubelet (retried until
-  // kubelet answers), and starts rediscovering. Error when discovery fails or the plugin socket
-  // cannot be served.
-  Status Start();
+  // Serves the device plugin for the GPUs of `topology` (as discovered) and registers with
+  // kubelet (retried until kubelet answers). Error when the topology has no GPU or the plugin
+  // socket cannot be served.
+  Status Start(MachineTopology topology);
   void Stop();
+  // What a rediscovery found: new health is advertised. A changed GPU count is logged and
+  // ignored (the agent must restart to follow it).
+  void SetTopology(MachineTopology topology);
   bool registered() const;
   // Why the agent cannot steer admissions yet (empty once it can): the plugin not started or
   // not registered with kubelet, or the node's pods not listed yet. For /readyz; thread-safe.

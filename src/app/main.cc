@@ -219,22 +219,7 @@ int RunAgent(agent::AgentOptions options, const std::string& mode, const std::st
     return 2;
   }
   SystemClock clock;
-  std::unique_ptr<agent::EnforceMode> enforcer;
-  if (mode == "enforce") {
-    enforce.node_name = options.node_name;
-    enforce.kubelet_dir = options.kubelet_dir;
-    enforce.resource_name = options.resource_name;
-    enforce.discovery = options.discovery;
-    Result<std::unique_ptr<agent::EnforceMode>> made =
-        agent::EnforceMode::Create(std::move(enforce), *config, clock);
-    if (!made.ok()) {
-      std::cerr << "gputopo: agent run: " << made.status().message() << "\n";
-      return 2;
-    }
-    enforcer = std::move(made).value();
-    options.resource_name = enforcer->advertised_resource();  // observe it as renamed
-    options.not_ready = [e = enforcer.get()] { return e->NotReadyReason(); };
-  }
+  if (mode == "enforce") options.enforce = std::move(enforce);
   Result<std::unique_ptr<agent::AgentServer>> created =
       agent::AgentServer::Create(std::move(options), std::move(config).value(), clock);
   if (!created.ok()) {
@@ -254,16 +239,7 @@ int RunAgent(agent::AgentOptions options, const std::string& mode, const std::st
     spdlog::error("agent: cannot start: {}", s.ToString());
     return 2;
   }
-  if (enforcer != nullptr) {
-    if (Status s = enforcer->Start(); !s.ok()) {
-      spdlog::error("agent: cannot start: {}", s.ToString());
-      server.RequestStop();
-      server.Wait();
-      return 2;
-    }
-  }
   server.Wait();
-  if (enforcer != nullptr) enforcer->Stop();
   spdlog::info("agent stopped");
   spdlog::default_logger()->flush();
   return 0;
@@ -463,11 +439,11 @@ int Main(int argc, char** argv) {
                         "NVML, as dlopen takes it");
   agent_run->add_option("--sysfs-root", agent_options.discovery.sysfs_root,
                         "where sysfs is mounted");
-  int rediscover_seconds = 60;
+  int rediscover_seconds = 30;
   agent_run
       ->add_option("--rediscover-seconds", rediscover_seconds,
-                   "discover the topology again this often and publish it when it changed (GPU "
-                   "health); 0: only at start")
+                   "discover the topology again this often: publish it when it changed, and in "
+                   "enforce mode advertise its GPU health to kubelet; 0: only at start")
       ->capture_default_str()
       ->check(CLI::Range(0, 86400));
   agent_run->add_flag("!--no-publish-topology", agent_options.publish_topology,

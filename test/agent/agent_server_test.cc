@@ -1,12 +1,11 @@
-// `gputopo agent run` in observe mode, in process: probes and metrics over HTTP, readiness
-// following PodResources, and observed-gpus written for a pod kubelet admitted.
+// `gputopo agent run` in process: probes and metrics over HTTP, readiness following PodResources
+// (and in enforce mode the plugin's registration), and observed-gpus written for a pod kubelet
+// admitted.
 #include "src/agent/agent_server.h"
 
 #include <curl/curl.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-
-#include <mutex>
 
 #include "test/kube/kube_fixtures.h"
 #include "test/support/fake_api_server.h"
@@ -105,31 +104,22 @@ TEST_F(AgentServerTest, ServesProbesAndIsReadyOnceKubeletAnswers) {
 }
 
 // Enforce mode adds its own conditions (plugin registered, pods listed): /readyz holds at 503
-// with that reason while the observer alone would be ready.
-TEST_F(AgentServerTest, AnotherNotReadyReasonKeepsReadyzAt503) {
-  std::mutex mu;
-  std::string reason = "the device plugin is not registered with kubelet";  // GUARDED_BY(mu)
+// with that reason until kubelet is there, then the plugin registers and the agent is ready.
+TEST_F(AgentServerTest, EnforceModeIsReadyOnceThePluginIsRegistered) {
   AgentOptions options = Options();
-  options.not_ready = [&] {
-    std::lock_guard<std::mutex> lock(mu);
-    return reason;
-  };
-  ASSERT_TRUE(kubelet_.Start());
+  options.enforce = EnforceOptions{};
   Result<std::unique_ptr<AgentServer>> created = AgentServer::Create(options, config_, clock_);
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   AgentServer& agent = **created;
   ASSERT_TRUE(agent.Start().ok());
   const int port = agent.port();
-  ASSERT_TRUE(testing::WaitFor([&] {
-    httplib::Result r = Get(port, "/readyz");
-    return r && r->status == 503 &&
-           r->body.find("not registered with kubelet") != std::string::npos;
-  }));
+  httplib::Result early = Get(port, "/readyz");
+  ASSERT_TRUE(early);
+  EXPECT_EQ(early->status, 503);
   EXPECT_FALSE(agent.ready());
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    reason.clear();
-  }
+
+  ASSERT_TRUE(kubelet_.Start());  // the plugin's next check registers
+  ASSERT_TRUE(kubelet_.WaitForPlugin("nvidia.com/gpu", 1, std::chrono::seconds(60)));
   ASSERT_TRUE(testing::WaitFor([&] {
     httplib::Result r = Get(port, "/readyz");
     return r && r->status == 200;
@@ -137,6 +127,27 @@ TEST_F(AgentServerTest, AnotherNotReadyReasonKeepsReadyzAt503) {
   EXPECT_TRUE(agent.ready());
   agent.RequestStop();
   agent.Wait();
+}
+
+// Enforce mode advertises the GPUs it found: with none there is nothing to serve, and Start says
+// so instead of registering an empty plugin.
+TEST_F(AgentServerTest, EnforceModeWithoutGpusCannotStart) {
+  AgentOptions options = Options();
+  options.topology = MachineTopology{};
+  options.enforce = EnforceOptions{};
+  Result<std::unique_ptr<AgentServer>> created = AgentServer::Create(options, config_, clock_);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  Status started = (*created)->Start();
+  EXPECT_EQ(started.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(started.message().find("no GPU"), std::string::npos) << started.ToString();
+}
+
+TEST_F(AgentServerTest, BadEnforceOptionsFailCreate) {
+  AgentOptions options = Options();
+  options.enforce = EnforceOptions{};
+  options.enforce->replicas = 5000;
+  EXPECT_EQ(AgentServer::Create(options, config_, clock_).status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 // The topology the agent knows is on the Node once it has started, for the extender to read.

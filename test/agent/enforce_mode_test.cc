@@ -1,15 +1,18 @@
-// EnforceMode as `gputopo agent run --mode enforce` starts it: discovery through real dlopen of
-// the fake NVML, pods from the fake API server, the device plugin registered with the fake
-// kubelet; a GPU lost later is advertised unhealthy under the same device IDs.
+// Enforce mode as `gputopo agent run --mode enforce` starts it (AgentServer with enforce
+// options): discovery through real dlopen of the fake NVML, pods from the fake API server, the
+// device plugin registered with the fake kubelet, admissions counted on /metrics; a GPU lost
+// later is advertised unhealthy under the same device IDs after the agent's one rediscovery.
 #include "src/agent/enforce_mode.h"
 
 #include <curl/curl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <fstream>
 #include <thread>
 
+#include "src/agent/agent_server.h"
 #include "test/agent/agent_test_support.h"
 #include "test/kube/kube_fixtures.h"
 #include "test/support/fake_api_server.h"
@@ -29,6 +32,28 @@ constexpr char kGpu1[] = "GPU-l4-0000-4000-8000-000000000001";
 
 std::string Uuid(int gpu) { return "GPU-l4-0000-4000-8000-00000000000" + std::to_string(gpu); }
 
+// `gputopo agent run --mode enforce` on the fake kubelet's directory, discovering through the
+// fake NVML; the rest of the options as the test sets them.
+AgentOptions EnforceAgent(const FakeKubelet& kubelet, const testing::FakeSysfs& sysfs) {
+  AgentOptions options;
+  options.node_name = "n1";
+  options.kubelet_dir = kubelet.kubelet_dir();
+  options.listen_host = "127.0.0.1";
+  options.listen_port = 0;
+  options.discovery.nvml_library = GPUTOPO_FAKE_NVML;
+  options.discovery.sysfs_root = sysfs.root();
+  options.discovery.nvidia_smi = "/nonexistent/nvidia-smi";
+  options.enforce = EnforceOptions{};
+  return options;
+}
+
+std::string Metrics(const AgentServer& agent) {
+  httplib::Client client("127.0.0.1", agent.port());
+  client.set_read_timeout(std::chrono::seconds(60));
+  httplib::Result r = client.Get("/metrics");
+  return r && r->status == 200 ? r->body : "";
+}
+
 TEST(EnforceModeTest, DiscoversRegistersSteersAndFollowsHealth) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   testing::UseMachine("pcie-4gpu-2numa");
@@ -39,28 +64,19 @@ TEST(EnforceModeTest, DiscoversRegistersSteersAndFollowsHealth) {
   ASSERT_TRUE(kubelet.Start());
   gputopo::testing::FakeClock clock;
 
-  EnforceOptions options;
-  options.node_name = "n1";
-  options.kubelet_dir = kubelet.kubelet_dir();
-  options.replicas = 2;
-  options.discovery.nvml_library = GPUTOPO_FAKE_NVML;
-  options.discovery.sysfs_root = sysfs.root();
-  options.discovery.nvidia_smi = "/nonexistent/nvidia-smi";
-  options.rediscover_period = std::chrono::milliseconds(100);
+  AgentOptions options = EnforceAgent(kubelet, sysfs);
+  options.enforce->replicas = 2;
+  options.rediscover = std::chrono::milliseconds(100);
   kube::KubeConfig config;
   config.server = api.base_url();
-  Result<std::unique_ptr<EnforceMode>> made = EnforceMode::Create(options, config, clock);
+  Result<std::unique_ptr<AgentServer>> made = AgentServer::Create(options, config, clock);
   ASSERT_TRUE(made.ok()) << made.status().ToString();
-  EnforceMode& enforce = **made;
-  EXPECT_EQ(enforce.NotReadyReason(), "the device plugin is not serving");
-  ASSERT_TRUE(enforce.Start().ok());
+  AgentServer& agent = **made;
+  EXPECT_FALSE(agent.ready());
+  ASSERT_TRUE(agent.Start().ok());
   ASSERT_TRUE(kubelet.WaitForPlugin(kResource, 1, kWait));
-  EXPECT_TRUE(enforce.registered());
-  // Ready once the node's pods are listed too (the list follows Start at once).
-  while (!enforce.NotReadyReason().empty()) {
-    EXPECT_THAT(enforce.NotReadyReason(), ::testing::HasSubstr("not listed"));
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  // Ready once the node's pods are listed and an observe pass read PodResources.
+  ASSERT_TRUE(gputopo::testing::WaitFor([&] { return agent.ready(); }));
   std::optional<FakeKubelet::PluginInfo> info = kubelet.Plugin(kResource);
   ASSERT_TRUE(info.has_value());
   ASSERT_EQ(info->devices.size(), 8u);
@@ -82,6 +98,20 @@ TEST(EnforceModeTest, DiscoversRegistersSteersAndFollowsHealth) {
   ASSERT_EQ(admitted->containers.size(), 1u);
   EXPECT_THAT(admitted->containers[0].device_ids, ElementsAre(std::string(kGpu1) + "::0"));
   EXPECT_EQ(admitted->containers[0].envs["NVIDIA_VISIBLE_DEVICES"], kGpu1);
+  const std::string metrics = Metrics(agent);
+  EXPECT_THAT(metrics,
+              ::testing::HasSubstr("gputopo_agent_admissions_total{result=\"steered\"} 1\n"));
+  EXPECT_THAT(metrics,
+              ::testing::HasSubstr("gputopo_agent_admissions_total{result=\"ambiguous\"} 0\n"));
+
+  // A pod no scheduler of ours placed is not steered: counted with the reason.
+  FakeKubelet::Pod stranger;
+  stranger.name = "q";
+  stranger.containers = {{"main", 1, false}};
+  ASSERT_TRUE(kubelet.AdmitPod(stranger, kResource).ok());
+  EXPECT_THAT(
+      Metrics(agent),
+      ::testing::HasSubstr("gputopo_agent_admissions_total{result=\"no_pod_qualifies\"} 1\n"));
 
   // GPUs 2 and 3 stop answering: the next discovery advertises them unhealthy, same IDs.
   testing::UseMachine("pcie-4gpu-lost");
@@ -96,7 +126,8 @@ TEST(EnforceModeTest, DiscoversRegistersSteersAndFollowsHealth) {
         (FakeKubelet::Device{Uuid(gpu) + "::" + std::to_string(i % 2), gpu < 2, gpu < 2 ? 0 : 1}))
         << i;
   }
-  enforce.Stop();
+  agent.RequestStop();
+  agent.Wait();
 }
 
 TEST(EnforceModeTest, ARenamedResourceIsRegisteredAndSteered) {
@@ -111,18 +142,12 @@ TEST(EnforceModeTest, ARenamedResourceIsRegisteredAndSteered) {
   const std::string config_path = kubelet.kubelet_dir() + "/time-slicing.yaml";
   std::ofstream(config_path) << "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n"
                                 "    resources:\n    - name: nvidia.com/gpu\n      replicas: 3\n";
-  EnforceOptions options;
-  options.node_name = "n1";
-  options.kubelet_dir = kubelet.kubelet_dir();
-  options.time_slicing_config = config_path;
-  options.discovery.nvml_library = GPUTOPO_FAKE_NVML;
-  options.discovery.sysfs_root = sysfs.root();
-  options.discovery.nvidia_smi = "/nonexistent/nvidia-smi";
+  AgentOptions options = EnforceAgent(kubelet, sysfs);
+  options.enforce->time_slicing_config = config_path;
   kube::KubeConfig config;
   config.server = api.base_url();
-  Result<std::unique_ptr<EnforceMode>> made = EnforceMode::Create(options, config, clock);
+  Result<std::unique_ptr<AgentServer>> made = AgentServer::Create(options, config, clock);
   ASSERT_TRUE(made.ok()) << made.status().ToString();
-  EXPECT_EQ((*made)->advertised_resource(), "nvidia.com/gpu.shared");
   ASSERT_TRUE((*made)->Start().ok());
   const std::string shared = "nvidia.com/gpu.shared";
   ASSERT_TRUE(kubelet.WaitForPlugin(shared, 1, kWait));
@@ -140,7 +165,33 @@ TEST(EnforceModeTest, ARenamedResourceIsRegisteredAndSteered) {
   Result<FakeKubelet::PodAllocation> admitted = kubelet.AdmitPod(admitted_pod, shared);
   ASSERT_TRUE(admitted.ok()) << admitted.status().ToString();
   EXPECT_THAT(admitted->containers[0].device_ids, ElementsAre(Uuid(3) + "::0"));
-  (*made)->Stop();
+  // The observer follows the renamed resource: observed-gpus is written for the pod.
+  ASSERT_TRUE(gputopo::testing::WaitFor([&] {
+    std::optional<nlohmann::json> p = api.GetPodObject("default", "p");
+    return p && (*p)["metadata"]["annotations"].value("gputopo.io/observed-gpus", "") == Uuid(3);
+  }));
+  (*made)->RequestStop();
+  (*made)->Wait();
+}
+
+TEST(EnforceModeTest, DiscoveryThatFindsNothingStopsStart) {
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  FakeApiServer api;
+  ASSERT_TRUE(api.Start());
+  FakeKubelet kubelet;
+  ASSERT_TRUE(kubelet.Start());
+  testing::FakeSysfs sysfs("pcie-4gpu-2numa");
+  gputopo::testing::FakeClock clock;
+  AgentOptions options = EnforceAgent(kubelet, sysfs);
+  options.discovery.nvml_library = "/nonexistent/libnvidia-ml.so.1";
+  kube::KubeConfig config;
+  config.server = api.base_url();
+  Result<std::unique_ptr<AgentServer>> made = AgentServer::Create(options, config, clock);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  Status started = (*made)->Start();
+  ASSERT_FALSE(started.ok());
+  EXPECT_THAT(started.message(), ::testing::HasSubstr("enforce mode: discovery"));
+  EXPECT_FALSE(kubelet.Plugin(kResource).has_value());
 }
 
 }  // namespace
