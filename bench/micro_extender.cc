@@ -116,7 +116,7 @@ void BM_ParseFullNodes_Simdjson(benchmark::State& state) {
 void BM_FilterWarm(benchmark::State& state) {
   Fixture& f = FixtureFor(static_cast<int>(state.range(0)));
   extender::ExtenderRequestParser parser(256u << 20);
-  const service::ExtenderService* service = &f.app->extender_service();
+  service::ExtenderService* service = &f.app->extender_service();
   for (auto _ : state) {
     auto args = parser.ParseArgs(f.body_names);
     auto reply = service->Filter(**args);
@@ -138,7 +138,7 @@ template <typename Verb>
 void RunEvicted(benchmark::State& state, Verb verb) {
   Fixture& f = FixtureFor(static_cast<int>(state.range(0)));
   extender::ExtenderRequestParser parser(256u << 20);
-  const service::ExtenderService& service = f.app->extender_service();
+  service::ExtenderService& service = f.app->extender_service();
   for (auto _ : state) {
     state.PauseTiming();
     EvictCaches();
@@ -149,7 +149,7 @@ void RunEvicted(benchmark::State& state, Verb verb) {
 }
 
 void BM_FilterWarmEvicted(benchmark::State& state) {
-  RunEvicted(state, [](const service::ExtenderService& service, const auto& args) {
+  RunEvicted(state, [](service::ExtenderService& service, const auto& args) {
     auto reply = service.Filter(args);
     benchmark::DoNotOptimize(extender::WriteFilterResult(args, reply.outcomes));
     service.Commit(reply.record);
@@ -157,7 +157,7 @@ void BM_FilterWarmEvicted(benchmark::State& state) {
 }
 
 void BM_PrioritizeWarmEvicted(benchmark::State& state) {
-  RunEvicted(state, [](const service::ExtenderService& service, const auto& args) {
+  RunEvicted(state, [](service::ExtenderService& service, const auto& args) {
     auto reply = service.Prioritize(args);
     benchmark::DoNotOptimize(extender::WritePriorityList(args, reply.scores));
     service.Commit(reply.record);
@@ -205,7 +205,7 @@ void RunWriter(benchmark::State& state, Write write) {
 }
 
 void BM_WriteFilterResult(benchmark::State& state) {
-  RunWriter(state, [](const extender::ExtenderArgs& args, const service::ExtenderService& service) {
+  RunWriter(state, [](const extender::ExtenderArgs& args, service::ExtenderService& service) {
     return [&args, reply = service.Filter(args)] {
       return extender::WriteFilterResult(args, reply.outcomes);
     };
@@ -213,7 +213,7 @@ void BM_WriteFilterResult(benchmark::State& state) {
 }
 
 void BM_WritePriorityList(benchmark::State& state) {
-  RunWriter(state, [](const extender::ExtenderArgs& args, const service::ExtenderService& service) {
+  RunWriter(state, [](const extender::ExtenderArgs& args, service::ExtenderService& service) {
     return [&args, reply = service.Prioritize(args)] {
       return extender::WritePriorityList(args, reply.scores);
     };
@@ -224,7 +224,7 @@ void BM_WritePriorityList(benchmark::State& state) {
 void BM_FilterCold(benchmark::State& state) {
   Fixture& f = FixtureFor(static_cast<int>(state.range(0)));
   extender::ExtenderRequestParser parser(256u << 20);
-  const service::ExtenderService* service = &f.app->extender_service();
+  service::ExtenderService* service = &f.app->extender_service();
   json body = json::parse(f.body_names);
   int milli = 1;
   std::vector<std::string> bodies;

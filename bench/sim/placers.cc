@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "evaluation/pod_evaluator.h"
 #include "gputopo/well_known.h"
 #include "policies/engine/evaluation.h"
 #include "policies/engine/normalize.h"
@@ -285,7 +286,7 @@ class GputopoPlacer final : public Placer {
     Result<policies::PodRequirements> req = policies::RequirementsOf(info);
     if (!req.ok()) return {};
     auto snapshot = state_.Snapshot();
-    policies::PodEvaluator evaluator(*req, *preset_);
+    evaluation::PodEvaluator evaluator(*req, *preset_);
     // Filter, then prioritize: the weighted scores of the nodes that fit, normalized across
     // them as the preset says, added to kube-scheduler's own scores with weight 5.
     std::vector<int> candidates;

@@ -205,7 +205,7 @@ Result<std::unique_ptr<App>> App::Create(const AppOptions& options, const Clock&
     return NotFound("default preset '" + options.default_preset + "' is not defined");
   }
   app->table_refresher_ =
-      std::make_unique<service::TableRefresher>(app->evaluation_cache_, &StartBackgroundThread);
+      std::make_unique<service::TableRefresher>(app->evaluations_, &StartBackgroundThread);
   app->state_ = std::make_unique<policies::ClusterState>(
       app->resolver_, [refresher = app->table_refresher_.get()](const auto& snapshot) {
         refresher->Notify(snapshot);
@@ -240,7 +240,7 @@ Result<std::unique_ptr<App>> App::Create(const AppOptions& options, const Clock&
 
   app->context_ = std::make_unique<service::SchedulingContext>(service::SchedulingContext{
       *app->state_, app->presets_, options.default_preset, app->recent_pods_, app->decisions_,
-      app->clock_, &app->evaluation_cache_});
+      app->clock_, app->evaluations_});
   app->service_ = std::make_unique<service::ExtenderService>(*app->context_);
   app->events_ =
       std::make_unique<service::EventQueue>(*kube, kEventQueueCapacity, &StartBackgroundThread);

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "evaluation/cached_evaluations.h"
 #include "gputopo/clock.h"
 #include "gputopo/status.h"
-#include "policies/engine/evaluation_cache.h"
 #include "policies/registry/component_registry.h"
 #include "policies/state/cluster_state.h"
 #include "src/http/extender_server.h"
@@ -75,7 +75,7 @@ class App {
   snapshot::InMemoryCluster& cluster() { return *cluster_; }
   // Live mode only (else nullptr).
   const kube::ClusterWatcher* watcher() const { return watcher_.get(); }
-  const service::ExtenderService& extender_service() const { return *service_; }
+  service::ExtenderService& extender_service() { return *service_; }
   // What GET /metrics renders.
   observability::MetricsRegistry& metrics() { return metrics_; }
   policies::ClusterState& state() { return *state_; }
@@ -99,7 +99,7 @@ class App {
   topology::TopologyResolver resolver_{profiles_, interner_};
   policies::PresetCatalog presets_;
   // Before state_: the state tells the refresher of every snapshot, so both outlive it.
-  policies::EvaluationCache evaluation_cache_;
+  evaluation::CachedEvaluations evaluations_;
   std::unique_ptr<service::TableRefresher> table_refresher_;
   std::unique_ptr<policies::ClusterState> state_;
   std::unique_ptr<snapshot::InMemoryCluster> cluster_;  // snapshot mode

@@ -51,7 +51,7 @@ struct ServerOptions {
 
 // What the server serves besides the verbs.
 struct ServerDependencies {
-  const service::ExtenderService& service;
+  service::ExtenderService& service;
   const service::Binder& binder;
   const service::SchedulingContext& context;
   // The cluster as a kubectl-style List, for /debug/snapshot.

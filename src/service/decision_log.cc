@@ -42,7 +42,7 @@ size_t ApproxBytes(const CycleRecord& r) {
              r.normalization.capacity();
   n += r.nodes.capacity() * sizeof(CycleRecord::NodeRef);
   n += r.node_states.capacity() * sizeof(r.node_states[0]);
-  n += r.owners.capacity() * sizeof(r.owners[0]);
+  n += r.lease.ApproxBytes();
   n += r.priorities.capacity() * sizeof(int);
   for (const std::string& name : r.unknown_nodes) n += BytesOf(name);
   for (const auto& [reason, count] : r.failure_reasons) n += 64 + BytesOf(reason);  // tree node

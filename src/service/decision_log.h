@@ -24,6 +24,7 @@
 #include <variant>
 #include <vector>
 
+#include "evaluation/evaluation_source.h"
 #include "policies/engine/evaluation.h"
 #include "policies/state/cluster_snapshot.h"
 
@@ -62,9 +63,9 @@ struct CycleRecord {
   std::vector<std::shared_ptr<const policies::NodeState>> node_states;
   std::vector<NodeRef> nodes;
   std::vector<std::string> unknown_nodes;
-  // Keep the evaluations NodeRefs point to alive (shared with other cycles through the
-  // evaluation cache).
-  std::vector<std::shared_ptr<const void>> owners;
+  // Keeps the evaluations NodeRefs point to alive (shared with other cycles through the
+  // evaluation source's caches).
+  evaluation::EvaluationLease lease;
   // Prioritize only: the 0..10 priority each node got (parallel to nodes), after the preset's
   // normalization across the candidates.
   std::vector<int> priorities;
@@ -73,9 +74,10 @@ struct CycleRecord {
   size_t passed = 0;
   size_t failed = 0;
   size_t unresolvable = 0;
-  // Candidates evaluated during the cycle; the others were read from the evaluation cache.
+  // Candidates evaluated during the cycle; the others were found evaluated.
   size_t evaluated = 0;
-  // Prioritize only: the evaluations are the pod's filter call's, reused (same snapshot).
+  // The evaluations are the pod's previous call's, reused (same snapshot): for a prioritize,
+  // its filter's.
   bool from_filter = false;
   // Failures by reason over all candidates (nodes may list only some of them).
   std::map<std::string, size_t> failure_reasons;

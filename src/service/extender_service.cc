@@ -14,7 +14,7 @@ constexpr std::string_view kUnknownNodeReason =
 }  // namespace
 
 std::shared_ptr<CycleRecord> ExtenderService::RunCycle(Verb verb,
-                                                       const extender::ExtenderArgs& args) const {
+                                                       const extender::ExtenderArgs& args) {
   const auto start = context_.clock.MonotonicNow();
   auto record = std::make_shared<CycleRecord>();
   record->verb = verb;
@@ -41,24 +41,14 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(Verb verb,
       record->normalization = std::string(policies::ScoreNormalizationName(normalization));
       record->snapshot = context_.state.Snapshot();
       const policies::ClusterSnapshot& snapshot = *record->snapshot;
-      const std::string memo_key = record->pod_key + "/" + record->pod_uid;
-      std::string shape = ShapeKey(*requirements, **preset);
+      const std::string pod_key = record->pod_key + "/" + record->pod_uid;
       std::vector<size_t> positions;
-      policies::CycleEvaluations evaluations;
-      if (verb == Verb::kPrioritize) {
-        const std::shared_ptr<const FilterMemo> memo = memos_.Find(memo_key);
-        record->from_filter = memo != nullptr && memo->generation == snapshot.generation() &&
-                              memo->shape == shape &&
-                              memo->Match(args.node_names, positions, evaluations.per_node);
-        if (record->from_filter) evaluations.owners = memo->owners;
-      }
-      if (!record->from_filter) {
-        policies::PodEvaluator evaluator(*requirements, *preset, context_.evaluation_cache);
-        snapshot.FindIndices(args.node_names, positions);
-        evaluations = evaluator.EvaluateAt(snapshot, positions);
-        record->evaluated = evaluator.evaluated();
-      }
-      record->owners = std::move(evaluations.owners);
+      snapshot.FindIndices(args.node_names, positions);
+      evaluation::Evaluations evaluations =
+          context_.evaluations.Evaluate({*requirements, *preset, snapshot, positions, pod_key});
+      record->evaluated = evaluations.evaluated;
+      record->from_filter = evaluations.reused;
+      record->lease = std::move(evaluations.lease);
       record->nodes.resize(positions.size());
       std::shared_ptr<const policies::NodeEvaluation> unknown;
       for (size_t i = 0; i < positions.size(); ++i) {
@@ -70,7 +60,7 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(Verb verb,
             e.reason = std::string(kUnknownNodeReason);
             e.detail = "no Node object with this name in gputopo's cache";
             unknown = std::make_shared<const policies::NodeEvaluation>(std::move(e));
-            record->owners.push_back(unknown);
+            record->lease.Hold(unknown);
           }
           ref.node =
               CycleRecord::kUnknownNode | static_cast<uint32_t>(record->unknown_nodes.size());
@@ -87,17 +77,6 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(Verb verb,
           ++record->unresolvable;
         else
           ++record->failed;
-      }
-      if (verb == Verb::kFilter) {
-        auto memo = std::make_shared<FilterMemo>();
-        memo->pod = memo_key;
-        memo->shape = std::move(shape);
-        memo->generation = snapshot.generation();
-        memo->SetNames(args);
-        memo->positions = std::move(positions);
-        memo->per_node = std::move(evaluations.per_node);
-        memo->owners = record->owners;
-        memos_.Remember(std::move(memo));
       }
     }
   }
@@ -116,7 +95,7 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(Verb verb,
   return record;
 }
 
-void ExtenderService::Commit(std::shared_ptr<CycleRecord> record) const {
+void ExtenderService::Commit(std::shared_ptr<CycleRecord> record) {
   // Failures by reason: reasons are few and shared by many nodes, so count by text first.
   std::unordered_map<std::string_view, size_t> reasons;
   for (const CycleRecord::NodeRef& ref : record->nodes) {
@@ -164,7 +143,7 @@ void ExtenderService::Commit(std::shared_ptr<CycleRecord> record) const {
   context_.decisions.Add(std::shared_ptr<const CycleRecord>(std::move(record)));
 }
 
-FilterReply ExtenderService::Filter(const extender::ExtenderArgs& args) const {
+FilterReply ExtenderService::Filter(const extender::ExtenderArgs& args) {
   FilterReply reply;
   reply.record = RunCycle(Verb::kFilter, args);
   const CycleRecord& record = *reply.record;
@@ -181,7 +160,7 @@ FilterReply ExtenderService::Filter(const extender::ExtenderArgs& args) const {
   return reply;
 }
 
-PrioritizeReply ExtenderService::Prioritize(const extender::ExtenderArgs& args) const {
+PrioritizeReply ExtenderService::Prioritize(const extender::ExtenderArgs& args) {
   PrioritizeReply reply;
   reply.record = RunCycle(Verb::kPrioritize, args);
   const CycleRecord& record = *reply.record;

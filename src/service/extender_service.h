@@ -1,8 +1,8 @@
 // ExtenderService: the filter and prioritize verbs, independent of HTTP.
 //
 // Both evaluate the pod on every candidate node against one cluster snapshot (no side effects
-// on the cluster), and record what they decided in the DecisionLog. Prioritize reuses the
-// evaluations of the pod's filter call when nothing changed in between (FilterMemos).
+// on the cluster), through the context's EvaluationSource (which may reuse the evaluations of
+// the pod's filter for its prioritize), and record what they decided in the DecisionLog.
 //
 // Thread safety: thread-safe; calls run concurrently.
 #ifndef GPUTOPO_SRC_SERVICE_EXTENDER_SERVICE_H_
@@ -16,7 +16,6 @@
 
 #include "src/extender/extender_codec.h"
 #include "src/service/decision_log.h"
-#include "src/service/filter_memos.h"
 #include "src/service/scheduling_context.h"
 
 namespace gputopo::service {
@@ -37,23 +36,22 @@ class ExtenderService {
  public:
   explicit ExtenderService(const SchedulingContext& context) : context_(context) {}
 
-  FilterReply Filter(const extender::ExtenderArgs& args) const;
-  PrioritizeReply Prioritize(const extender::ExtenderArgs& args) const;
+  FilterReply Filter(const extender::ExtenderArgs& args);
+  PrioritizeReply Prioritize(const extender::ExtenderArgs& args);
 
   // Hands a cycle's record to the DecisionLog, once its reply has been written: trimmed to the
   // nodes /debug shows (the failures, by reason, and the best scores; counts cover all nodes),
   // so that a log of many cycles over thousands of nodes stays small.
-  void Commit(std::shared_ptr<CycleRecord> record) const;
+  void Commit(std::shared_ptr<CycleRecord> record);
 
   // Nodes of each kind (failed, passed) a committed record keeps in detail.
   static constexpr size_t kRecordedNodes = 200;
 
  private:
   // Evaluates the pod on every candidate.
-  std::shared_ptr<CycleRecord> RunCycle(Verb verb, const extender::ExtenderArgs& args) const;
+  std::shared_ptr<CycleRecord> RunCycle(Verb verb, const extender::ExtenderArgs& args);
 
   const SchedulingContext& context_;
-  mutable FilterMemos memos_;  // what recent filters found, for their pods' prioritize
 };
 
 }  // namespace gputopo::service

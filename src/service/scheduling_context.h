@@ -8,10 +8,10 @@
 #include <memory>
 #include <string>
 
+#include "evaluation/evaluation_source.h"
 #include "gputopo/clock.h"
 #include "gputopo/status.h"
 #include "policies/engine/evaluation.h"
-#include "policies/engine/evaluation_cache.h"
 #include "policies/registry/component_registry.h"
 #include "policies/requirements/pod_requirements.h"
 #include "policies/state/cluster_state.h"
@@ -27,7 +27,9 @@ struct SchedulingContext {
   RecentPods& recent_pods;
   DecisionLog& decisions;
   const Clock& clock;
-  policies::EvaluationCache* evaluation_cache = nullptr;  // optional
+  // Every node's evaluation for a cycle (CachedEvaluations in the server; PlainEvaluations is
+  // the same answer without reuse).
+  evaluation::EvaluationSource& evaluations;
 
   // The pod's gputopo.io/policy preset, else the default. NotFound names the known presets.
   Result<std::shared_ptr<const policies::Preset>> PresetFor(

@@ -1,15 +1,12 @@
 #include "src/service/table_refresher.h"
 
-#include <algorithm>
 #include <utility>
-
-#include "policies/engine/evaluation.h"
 
 namespace gputopo::service {
 
-TableRefresher::TableRefresher(policies::EvaluationCache& cache,
+TableRefresher::TableRefresher(evaluation::EvaluationSource& source,
                                const std::function<void()>& thread_start)
-    : cache_(cache), thread_([this, thread_start] {
+    : source_(source), thread_([this, thread_start] {
         if (thread_start) thread_start();
         Run();
       }) {}
@@ -45,30 +42,6 @@ uint64_t TableRefresher::nodes_evaluated() const {
   return nodes_evaluated_;
 }
 
-uint64_t TableRefresher::Refresh(const std::shared_ptr<const policies::ClusterSnapshot>& snapshot) {
-  std::vector<size_t> changed;
-  const bool comparable = last_ != nullptr && last_->name_index() == snapshot->name_index();
-  if (comparable) {
-    for (size_t position = 0; position < snapshot->nodes().size(); ++position) {
-      if (snapshot->nodes()[position] != last_->nodes()[position]) changed.push_back(position);
-    }
-  }
-  uint64_t evaluated = 0;
-  std::vector<std::pair<std::shared_ptr<policies::ShapeTable>, uint64_t>> synced;
-  for (const policies::EvaluationCache::TableShape& shape : cache_.RefreshableShapes()) {
-    policies::PodEvaluator evaluator(shape.pod, shape.preset, &cache_);
-    const auto it = std::find_if(synced_.begin(), synced_.end(),
-                                 [&](const auto& entry) { return entry.first == shape.table; });
-    const bool current = comparable && it != synced_.end() && it->second == last_->generation();
-    evaluated += evaluator.RefreshTable(*shape.table, *snapshot, current ? &changed : nullptr);
-    synced.emplace_back(shape.table, snapshot->generation());
-  }
-  synced_ = std::move(synced);  // tables no longer recent are forgotten
-  cache_.ReleaseRetired();      // node answers the request path set aside, freed here
-  last_ = snapshot;
-  return evaluated;
-}
-
 void TableRefresher::Run() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
@@ -80,7 +53,7 @@ void TableRefresher::Run() {
     std::shared_ptr<const policies::ClusterSnapshot> snapshot = std::move(latest_);
     const uint64_t covers = notified_;
     lock.unlock();
-    const uint64_t evaluated = Refresh(snapshot);
+    const uint64_t evaluated = source_.Refresh(snapshot);
     snapshot.reset();
     lock.lock();
     nodes_evaluated_ += evaluated;

@@ -1,13 +1,14 @@
-// TableRefresher: keeps the evaluation cache's shape tables up to date with the cluster, on its
-// own thread, so that scheduling cycles read evaluations instead of making them.
+// TableRefresher: runs the evaluation source's Refresh (EvaluationSource::Refresh: for
+// CachedEvaluations, bringing its tables up to date with the cluster) on its own thread, so that
+// scheduling cycles read evaluations instead of making them.
 //
-// A shape's table is otherwise brought up to date by the next cycle of that shape, on the
+// A pod shape's table is otherwise brought up to date by the next cycle of that shape, on the
 // request path: a multi-GPU pod's evaluation of one node takes ~20 us, so the ten nodes that
 // changed since its shape was last asked about cost that cycle 0.2 ms. Told of each published
-// snapshot (ClusterState's publish listener), the refresher evaluates the changed nodes for
-// every recent shape right away. Snapshots published while it works are coalesced: it always
-// refreshes against the newest. A cycle that arrives first does the work itself (the table's
-// lock makes the two take turns), so a refresh is never needed for correctness.
+// snapshot (ClusterState's publish listener), the refresher refreshes right away. Snapshots
+// published while it works are coalesced: it always refreshes against the newest. A cycle that
+// arrives first does the work itself (the table's lock makes the two take turns), so a refresh
+// is never needed for correctness.
 //
 // Thread safety: thread-safe. Notify is quick and never waits for a refresh. `thread_start`,
 // when given, runs first on the refresher's thread (the application lowers the thread's CPU
@@ -21,18 +22,16 @@
 #include <memory>
 #include <mutex>
 #include <thread>
-#include <utility>
-#include <vector>
 
-#include "policies/engine/evaluation_cache.h"
+#include "evaluation/evaluation_source.h"
 #include "policies/state/cluster_snapshot.h"
 
 namespace gputopo::service {
 
 class TableRefresher {
  public:
-  // `cache` must outlive the refresher.
-  explicit TableRefresher(policies::EvaluationCache& cache,
+  // `source` must outlive the refresher, which is the only caller of its Refresh.
+  explicit TableRefresher(evaluation::EvaluationSource& source,
                           const std::function<void()>& thread_start = {});
   // Stops after the refresh in progress, if any.
   ~TableRefresher();
@@ -49,10 +48,8 @@ class TableRefresher {
 
  private:
   void Run();
-  // Refreshes every recent table against `snapshot`; returns the nodes evaluated.
-  uint64_t Refresh(const std::shared_ptr<const policies::ClusterSnapshot>& snapshot);
 
-  policies::EvaluationCache& cache_;
+  evaluation::EvaluationSource& source_;
   mutable std::mutex mutex_;
   std::condition_variable work_;                             // a snapshot was notified, or stopping
   std::condition_variable idle_;                             // done_ grew
@@ -61,12 +58,7 @@ class TableRefresher {
   uint64_t done_ = 0;             // GUARDED_BY(mutex_): notified snapshots refreshed against
   uint64_t nodes_evaluated_ = 0;  // GUARDED_BY(mutex_)
   bool stopping_ = false;         // GUARDED_BY(mutex_)
-  // The refresher thread's own: the snapshot it last refreshed against, and for each table the
-  // generation it was last brought up to; a table that is current as of last_ only needs the
-  // nodes that changed since (found by comparing the two snapshots' node pointers).
-  std::shared_ptr<const policies::ClusterSnapshot> last_;
-  std::vector<std::pair<std::shared_ptr<policies::ShapeTable>, uint64_t>> synced_;
-  std::thread thread_;  // last: starts once the members above exist
+  std::thread thread_;            // last: starts once the members above exist
 };
 
 }  // namespace gputopo::service

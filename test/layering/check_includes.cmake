@@ -1,8 +1,10 @@
 # cmake -DROOT=<repo> -P check_includes.cmake
 # Fails when a file of an inner layer includes a header of an outer one:
-# include/ -> nothing of ours; topology/ -> include/; policies/ -> topology/, include/.
+# include/ -> nothing of ours; topology/ -> include/; policies/ -> topology/, include/;
+# evaluation/ -> policies/ and below.
 set(failures "")
-foreach(rule "include:topology/|policies/|src/" "topology:policies/|src/" "policies:src/")
+foreach(rule "include:topology/|policies/|evaluation/|src/" "topology:policies/|evaluation/|src/"
+             "policies:evaluation/|src/" "evaluation:src/")
   string(REPLACE ":" ";" parts "${rule}")
   list(GET parts 0 layer)
   list(GET parts 1 forbidden)

@@ -5,8 +5,9 @@
 #include <atomic>
 #include <thread>
 
+#include "evaluation/cached_evaluations.h"
+#include "evaluation/plain_evaluations.h"
 #include "policies/engine/evaluation.h"
-#include "policies/engine/evaluation_cache.h"
 #include "test/src/server_fixture.h"
 #include "test/support/builders.h"
 #include "test/support/test_cluster.h"
@@ -67,23 +68,23 @@ TEST(ClusterStateConcurrencyTest, CyclesReadSnapshotsWhileUpdatesAndBindsWrite) 
   std::atomic<bool> stop{false};
   std::atomic<int> evaluations{0};
   std::atomic<int> wrong_answers{0};
-  // Readers: scheduling cycles evaluating a pod on every node of a snapshot, one on its own and
-  // two through a shared evaluation cache (its shape table), checked against the former.
-  policies::EvaluationCache cache;
+  // Readers: scheduling cycles evaluating a pod on every node of a snapshot, one plainly and
+  // two through one shared CachedEvaluations (its shape table), checked against EvaluateNode.
+  evaluation::CachedEvaluations cache;
   std::vector<std::thread> readers;
   for (int r = 0; r < 3; ++r) {
     readers.emplace_back([&, r] {
       const auto req = *policies::RequirementsOf(testing::MakePod().Name("probe").Gpus(2).Obj());
       while (!stop.load()) {
         auto snapshot = cluster.state().Snapshot();
+        std::vector<size_t> positions(snapshot->node_count());
+        for (size_t i = 0; i < positions.size(); ++i) positions[i] = i;
         if (r == 0) {
-          policies::PodEvaluator evaluator(req, cluster.preset());
-          for (const auto& node : snapshot->nodes()) evaluator.Evaluate(*node);
+          evaluation::PlainEvaluations plain;
+          (void)plain.Evaluate({req, cluster.shared_preset(), *snapshot, positions, ""});
         } else {
-          policies::PodEvaluator evaluator(req, cluster.preset(), &cache);
-          std::vector<size_t> positions(snapshot->node_count());
-          for (size_t i = 0; i < positions.size(); ++i) positions[i] = i;
-          const policies::CycleEvaluations got = evaluator.EvaluateAt(*snapshot, positions);
+          const evaluation::Evaluations got =
+              cache.Evaluate({req, cluster.shared_preset(), *snapshot, positions, ""});
           for (size_t i = 0; i < positions.size(); ++i) {
             const policies::NodeEvaluation want =
                 policies::EvaluateNode(req, *snapshot->nodes()[i], cluster.preset());

@@ -1,5 +1,5 @@
-// TableRefresher: background refreshes racing with scheduling cycles and cluster writes; every
-// answer stays exactly what evaluating the node afresh gives.
+// TableRefresher: CachedEvaluations' background refreshes racing with scheduling cycles and
+// cluster writes; every answer stays exactly what evaluating the node afresh gives.
 #include "src/service/table_refresher.h"
 
 #include <gtest/gtest.h>
@@ -9,25 +9,24 @@
 #include <thread>
 #include <vector>
 
+#include "evaluation/cached_evaluations.h"
 #include "policies/engine/evaluation.h"
-#include "policies/engine/evaluation_cache.h"
 #include "test/support/builders.h"
 #include "test/support/test_cluster.h"
 
 namespace gputopo::service {
 namespace {
 
+using evaluation::CachedEvaluations;
+using evaluation::Evaluations;
 using policies::ClusterSnapshot;
-using policies::CycleEvaluations;
-using policies::EvaluationCache;
-using policies::PodEvaluator;
 using testing::ExpectSameAsEvaluateNode;
 using testing::MakeNode;
 using testing::MakePod;
 using testing::PositionsOf;
 
 TEST(TableRefresherTest, ThreadStartRunsOnceOnTheRefresherThread) {
-  EvaluationCache cache;
+  CachedEvaluations cache;
   std::atomic<int> starts{0};
   std::atomic<bool> on_other_thread{false};
   const std::thread::id test_thread = std::this_thread::get_id();
@@ -45,7 +44,7 @@ TEST(TableRefresherTest, ThreadStartRunsOnceOnTheRefresherThread) {
 }
 
 TEST(TableRefresherTest, RefreshesRacingWithCyclesAndWritesKeepAnswersExact) {
-  EvaluationCache cache;
+  CachedEvaluations cache;
   TableRefresher refresher(cache);  // outlives the cluster, whose state notifies it
   testing::TestCluster cluster([&](const auto& snapshot) { refresher.Notify(snapshot); });
   std::vector<std::string> names;
@@ -62,10 +61,7 @@ TEST(TableRefresherTest, RefreshesRacingWithCyclesAndWritesKeepAnswersExact) {
       *policies::RequirementsOf(MakePod().Name("p").Gpus(2).Obj());
   auto snapshot = cluster.state().Snapshot();
   const std::vector<size_t> positions = PositionsOf(*snapshot, names);
-  {
-    PodEvaluator first(req, cluster.shared_preset(), &cache);  // makes the shape's table
-    (void)first.EvaluateAt(*snapshot, positions);
-  }
+  (void)cache.Evaluate({req, cluster.shared_preset(), *snapshot, positions, ""});  // the table
   std::atomic<bool> done{false};
   std::thread writer([&] {
     for (int i = 0; i < 150; ++i) {
@@ -83,9 +79,9 @@ TEST(TableRefresherTest, RefreshesRacingWithCyclesAndWritesKeepAnswersExact) {
   int cycles = 0;
   while (!done || cycles < 20) {
     snapshot = cluster.state().Snapshot();
-    PodEvaluator cycle(req, cluster.shared_preset(), &cache);
-    ExpectSameAsEvaluateNode(cycle.EvaluateAt(*snapshot, positions), *snapshot, positions, req,
-                             cluster.preset());
+    ExpectSameAsEvaluateNode(
+        cache.Evaluate({req, cluster.shared_preset(), *snapshot, positions, ""}).per_node,
+        *snapshot, positions, req, cluster.preset());
     ++cycles;
   }
   writer.join();
@@ -94,15 +90,14 @@ TEST(TableRefresherTest, RefreshesRacingWithCyclesAndWritesKeepAnswersExact) {
   // Everything the writer changed has been evaluated in the background by now (and cycles on
   // older snapshots did not put older answers back).
   snapshot = cluster.state().Snapshot();
-  PodEvaluator last(req, cluster.shared_preset(), &cache);
-  const CycleEvaluations got = last.EvaluateAt(*snapshot, positions);
-  EXPECT_EQ(last.evaluated(), 0u);
-  EXPECT_EQ(last.table_hits(), names.size());
-  ExpectSameAsEvaluateNode(got, *snapshot, positions, req, cluster.preset());
+  const Evaluations got = cache.Evaluate({req, cluster.shared_preset(), *snapshot, positions, ""});
+  EXPECT_EQ(got.evaluated, 0u);
+  EXPECT_FALSE(got.reused);
+  ExpectSameAsEvaluateNode(got.per_node, *snapshot, positions, req, cluster.preset());
 }
 
 TEST(TableRefresherTest, WaitIdleReturnsWithNothingNotifiedAndStopsCleanly) {
-  EvaluationCache cache;
+  CachedEvaluations cache;
   TableRefresher refresher(cache);
   refresher.WaitIdle();
   EXPECT_EQ(refresher.nodes_evaluated(), 0u);

@@ -113,6 +113,16 @@ class PodBuilder {
 inline NodeBuilder MakeNode() { return NodeBuilder(); }
 inline PodBuilder MakePod() { return PodBuilder(); }
 
+// Replica `i` of Deployment `deployment` in namespace ml (a ReplicaSet-style name), pending.
+inline PodInfo DeploymentReplica(const std::string& deployment, int i, int gpus = 1) {
+  return MakePod()
+      .Namespace("ml")
+      .Name(deployment + "-5d8f7c9b6d-" + std::to_string(i))
+      .Gpus(gpus)
+      .OwnedByDeployment(deployment)
+      .Obj();
+}
+
 }  // namespace gputopo::testing
 
 #endif  // GPUTOPO_TEST_SUPPORT_BUILDERS_H_

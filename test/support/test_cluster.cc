@@ -58,26 +58,29 @@ std::vector<size_t> PositionsOf(const policies::ClusterSnapshot& snapshot,
   return positions;
 }
 
-void ExpectSameAsEvaluateNode(const policies::CycleEvaluations& got,
+void ExpectSameAsEvaluateNode(const std::vector<policies::EvaluationRef>& got,
                               const policies::ClusterSnapshot& snapshot,
                               const std::vector<size_t>& positions,
                               const policies::PodRequirements& req,
                               const policies::Preset& preset) {
-  ASSERT_EQ(got.per_node.size(), positions.size());
+  ASSERT_EQ(got.size(), positions.size());
   for (size_t i = 0; i < positions.size(); ++i) {
     if (positions[i] == policies::ClusterSnapshot::kNotFound) {
-      EXPECT_EQ(got.per_node[i].evaluation, nullptr);
+      EXPECT_EQ(got[i].evaluation, nullptr);
       continue;
     }
     const policies::NodeState& node = *snapshot.nodes()[positions[i]];
     const policies::NodeEvaluation want = policies::EvaluateNode(req, node, preset);
-    const policies::EvaluationRef& ref = got.per_node[i];
+    const policies::EvaluationRef& ref = got[i];
     ASSERT_NE(ref.evaluation, nullptr) << node.name();
     EXPECT_EQ(ref.evaluation->verdict, want.verdict) << node.name();
     EXPECT_EQ(ref.verdict, want.verdict) << node.name();
     EXPECT_EQ(ref.evaluation->gpus, want.gpus) << node.name();
     EXPECT_DOUBLE_EQ(ref.weighted_score, want.weighted_score) << node.name();
     EXPECT_EQ(ref.evaluation->reason, want.reason) << node.name();
+    EXPECT_DOUBLE_EQ(ref.evaluation->weighted_score, want.weighted_score) << node.name();
+    EXPECT_EQ(ref.evaluation->component_scores, want.component_scores) << node.name();
+    EXPECT_EQ(ref.evaluation->detail, want.detail) << node.name();
   }
 }
 

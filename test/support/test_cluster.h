@@ -53,9 +53,10 @@ std::shared_ptr<const policies::Preset> DefaultPreset();
 std::vector<size_t> PositionsOf(const policies::ClusterSnapshot& snapshot,
                                 const std::vector<std::string>& names);
 
-// Expects `got`, node for node, to be what evaluating each node on its own gives, whatever a
-// cache remembered from earlier cycles (unknown positions: no evaluation).
-void ExpectSameAsEvaluateNode(const policies::CycleEvaluations& got,
+// Expects `got` (parallel to `positions`), node for node, to be what evaluating each node on its
+// own gives (verdict, reason, detail, GPUs, scores), whatever a cache remembered from earlier
+// cycles (unknown positions: no evaluation).
+void ExpectSameAsEvaluateNode(const std::vector<policies::EvaluationRef>& got,
                               const policies::ClusterSnapshot& snapshot,
                               const std::vector<size_t>& positions,
                               const policies::PodRequirements& req, const policies::Preset& preset);

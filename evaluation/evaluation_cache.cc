@@ -1,25 +1,39 @@
-#include "policies/engine/evaluation_cache.h"
+#include "evaluation/evaluation_cache.h"
 
 #include <algorithm>
 #include <functional>
 #include <utility>
 
-namespace gputopo::policies {
+namespace gputopo::evaluation {
+
+using policies::EvaluationRef;
+using policies::FlatNameIndex;
+using policies::GpuMask;
+using policies::NodeEvaluation;
+using policies::NodeState;
+using policies::PodRequirements;
+using policies::Preset;
+using policies::SpreadMode;
 
 std::string EvaluationShape(const PodRequirements& pod, const Preset& preset) {
   std::string shape = std::to_string(pod.gpus) + "/" + std::to_string(pod.gpu_milli.value_or(0)) +
                       "/" + (pod.exclusive ? "x" : "-") + "/" +
-                      std::string(LocalityName(pod.locality)) + "/" +
-                      std::string(ConstraintModeName(pod.locality_mode)) + "/" +
-                      std::string(SpreadModeName(pod.spread)) + "/";
-  // Presets are immutable and live as long as the catalog: the address identifies one.
+                      std::string(policies::LocalityName(pod.locality)) + "/" +
+                      std::string(policies::ConstraintModeName(pod.locality_mode)) + "/" +
+                      std::string(policies::SpreadModeName(pod.spread)) + "/";
+  // Presets are immutable; ShapeId keeps each alive, so the address identifies one.
   shape += std::to_string(reinterpret_cast<std::uintptr_t>(&preset));
   return shape;
 }
 
-uint64_t EvaluationCache::ShapeId(std::string_view shape) {
+uint64_t EvaluationCache::ShapeId(const PodRequirements& pod,
+                                  const std::shared_ptr<const Preset>& preset) {
+  const std::string shape = EvaluationShape(pod, *preset);
   std::lock_guard<std::mutex> lock(shapes_mutex_);
-  auto [it, inserted] = shapes_.try_emplace(std::string(shape), shapes_.size());
+  auto [it, inserted] = shapes_.try_emplace(shape, shapes_.size());
+  if (inserted && std::find(presets_.begin(), presets_.end(), preset) == presets_.end()) {
+    presets_.push_back(preset);
+  }
   return it->second;
 }
 
@@ -79,10 +93,6 @@ std::shared_ptr<ShapeTable> EvaluationCache::Table(uint64_t shape_id, const PodR
   for (TableEntry& entry : tables_) {
     if (entry.shape_id == shape_id && entry.group == group) {
       entry.last_used = uses_;
-      if (entry.preset == nullptr && preset != nullptr) {
-        entry.pod = pod;
-        entry.preset = std::move(preset);
-      }
       return entry.table;
     }
   }
@@ -104,7 +114,7 @@ std::vector<EvaluationCache::TableShape> EvaluationCache::RefreshableShapes() co
   std::lock_guard<std::mutex> lock(shapes_mutex_);
   std::vector<TableShape> out;
   for (const TableEntry& entry : tables_) {
-    if (entry.preset != nullptr && uses_ - entry.last_used < kRecentUses) {
+    if (uses_ - entry.last_used < kRecentUses) {
       out.push_back({entry.table, entry.pod, entry.preset});
     }
   }
@@ -127,34 +137,34 @@ void ShapeTable::Attach(const std::shared_ptr<const FlatNameIndex>& index) {
   slots_ = std::move(slots);
 }
 
-EvaluationRef ShapeTable::Store(size_t position, uint64_t version,
-                                std::shared_ptr<const NodeEvaluation> evaluation) {
+EvaluationRef ShapeTable::Locked::Store(size_t position, uint64_t version,
+                                        std::shared_ptr<const NodeEvaluation> evaluation) {
   const EvaluationRef ref = EvaluationRef::To(*evaluation);
-  Slot& slot = slots_[position];
+  Slot& slot = table_.slots_[position];
   if (slot.version <= version) {  // a cycle on an older snapshot never undoes a newer answer
     slot.version = version;
     slot.ref = ref;
   }
-  if (owned_at_.try_emplace(evaluation.get(), owned_->size()).second) {
-    owned_->push_back(std::move(evaluation));
+  if (table_.owned_at_.try_emplace(evaluation.get(), table_.owned_->size()).second) {
+    table_.owned_->push_back(std::move(evaluation));
   }
   return ref;
 }
 
-std::shared_ptr<const NodeEvaluation> ShapeTable::FindOwned(size_t position,
-                                                            uint64_t version) const {
+std::shared_ptr<const NodeEvaluation> ShapeTable::Locked::FindOwned(size_t position,
+                                                                    uint64_t version) const {
   const EvaluationRef* found = Find(position, version);
-  return found == nullptr ? nullptr : (*owned_)[owned_at_.at(found->evaluation)];
+  return found == nullptr ? nullptr : (*table_.owned_)[table_.owned_at_.at(found->evaluation)];
 }
 
-std::shared_ptr<const void> ShapeTable::Pin() {
-  if (owned_->size() > 2 * slots_.size() + 64) Compact();
-  return owned_;
+std::shared_ptr<const void> ShapeTable::Locked::Pin() {
+  if (table_.owned_->size() > 2 * table_.slots_.size() + 64) table_.Compact();
+  return table_.owned_;
 }
 
-void ShapeTable::SeedFrom(const ShapeTable& base) {
-  slots_ = base.slots_;
-  borrowed_ = base.owned_;
+void ShapeTable::Locked::SeedFrom(const Locked& base) {
+  table_.slots_ = base.table_.slots_;
+  table_.borrowed_ = base.table_.owned_;
 }
 
 void ShapeTable::Compact() {
@@ -172,4 +182,4 @@ void ShapeTable::Compact() {
   owned_at_ = std::move(fresh_at);
 }
 
-}  // namespace gputopo::policies
+}  // namespace gputopo::evaluation

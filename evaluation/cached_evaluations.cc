@@ -1,0 +1,97 @@
+#include "evaluation/cached_evaluations.h"
+
+#include <algorithm>
+
+#include "evaluation/pod_evaluator.h"
+
+namespace gputopo::evaluation {
+
+bool CachedEvaluations::Reuse(const EvaluationQuery& query, uint64_t shape_id,
+                              Evaluations& out) const {
+  if (query.pod_key.empty()) return false;
+  std::shared_ptr<const RecentCall> call;
+  {
+    std::lock_guard<std::mutex> lock(calls_mutex_);
+    for (auto it = calls_.rbegin(); it != calls_.rend(); ++it) {
+      if ((*it)->pod_key == query.pod_key) {
+        call = *it;
+        break;
+      }
+    }
+  }
+  if (call == nullptr || call->generation != query.snapshot.generation() ||
+      call->shape_id != shape_id || call->group != query.pod.group) {
+    return false;
+  }
+  out.per_node.resize(query.positions.size());
+  size_t j = 0;
+  for (size_t i = 0; i < query.positions.size(); ++i) {
+    while (j < call->positions.size() && call->positions[j] != query.positions[i]) ++j;
+    if (j == call->positions.size()) return false;
+    out.per_node[i] = call->per_node[j++];
+  }
+  out.lease = call->lease;
+  out.reused = true;
+  return true;
+}
+
+void CachedEvaluations::Remember(const EvaluationQuery& query, uint64_t shape_id,
+                                 const Evaluations& answers) {
+  if (query.pod_key.empty()) return;
+  auto call = std::make_shared<RecentCall>();
+  call->pod_key = std::string(query.pod_key);
+  call->shape_id = shape_id;
+  call->group = query.pod.group;
+  call->generation = query.snapshot.generation();
+  call->positions = query.positions;
+  call->per_node = answers.per_node;
+  call->lease = answers.lease;
+  std::shared_ptr<const RecentCall> dropped;  // freed outside the lock
+  std::lock_guard<std::mutex> lock(calls_mutex_);
+  calls_.push_back(std::move(call));
+  if (calls_.size() > kRecentCalls) {
+    dropped = std::move(calls_.front());
+    calls_.pop_front();
+  }
+}
+
+Evaluations CachedEvaluations::Evaluate(const EvaluationQuery& query) {
+  PodEvaluator evaluator(query.pod, query.preset, cache_);
+  const uint64_t shape_id = evaluator.shape_id();
+  Evaluations out;
+  if (Reuse(query, shape_id, out)) return out;
+  out = evaluator.EvaluateAt(query.snapshot, query.positions);
+  Remember(query, shape_id, out);
+  return out;
+}
+
+uint64_t CachedEvaluations::Refresh(
+    const std::shared_ptr<const policies::ClusterSnapshot>& snapshot) {
+  std::vector<size_t> changed;
+  const bool comparable =
+      last_refreshed_ != nullptr && last_refreshed_->name_index() == snapshot->name_index();
+  if (comparable) {
+    for (size_t position = 0; position < snapshot->nodes().size(); ++position) {
+      if (snapshot->nodes()[position] != last_refreshed_->nodes()[position]) {
+        changed.push_back(position);
+      }
+    }
+  }
+  uint64_t evaluated = 0;
+  std::vector<std::pair<std::shared_ptr<ShapeTable>, uint64_t>> synced;
+  for (const EvaluationCache::TableShape& shape : cache_.RefreshableShapes()) {
+    PodEvaluator evaluator(shape.pod, shape.preset, cache_);
+    const auto it = std::find_if(synced_.begin(), synced_.end(),
+                                 [&](const auto& entry) { return entry.first == shape.table; });
+    const bool current =
+        comparable && it != synced_.end() && it->second == last_refreshed_->generation();
+    evaluated += evaluator.RefreshTable(*shape.table, *snapshot, current ? &changed : nullptr);
+    synced.emplace_back(shape.table, snapshot->generation());
+  }
+  synced_ = std::move(synced);  // tables no longer recent are forgotten
+  cache_.ReleaseRetired();      // node answers the request path set aside, freed here
+  last_refreshed_ = snapshot;
+  return evaluated;
+}
+
+}  // namespace gputopo::evaluation

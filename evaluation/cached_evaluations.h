@@ -1,0 +1,72 @@
+// CachedEvaluations: the EvaluationSource that reuses evaluations, and the one place that does.
+//
+// It owns every memo, table, refresh and lifetime:
+// - the EvaluationCache (evaluation_cache.h): per (pod shape, group) tables over the snapshot's
+//   node positions, tagged with each node's state version, and node answers by (node version,
+//   pod shape, group GPUs);
+// - the recent calls' answers by pod: a call for the same pod (pod_key), on the same snapshot
+//   generation, with the same pod shape and group, whose positions are a subsequence of the
+//   earlier call's (kube-scheduler's prioritize after its filter: the nodes that passed, in
+//   order) takes the earlier answers as they are;
+// - Refresh: after a snapshot is published, every recently used table is brought up to date
+//   with it (only the nodes that changed since the table's last refresh, when the snapshots'
+//   name indices are the same), so that the next cycle of each reads instead of evaluating.
+// Every answer is what PlainEvaluations gives (test/evaluation/ checks it through random
+// clusters, pods, binds, deletes, node changes and refreshes).
+//
+// Thread safety: as EvaluationSource.
+#ifndef GPUTOPO_EVALUATION_CACHED_EVALUATIONS_H_
+#define GPUTOPO_EVALUATION_CACHED_EVALUATIONS_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "evaluation/evaluation_cache.h"
+#include "evaluation/evaluation_source.h"
+
+namespace gputopo::evaluation {
+
+class CachedEvaluations final : public EvaluationSource {
+ public:
+  Evaluations Evaluate(const EvaluationQuery& query) override;
+  uint64_t Refresh(const std::shared_ptr<const policies::ClusterSnapshot>& snapshot) override;
+
+  static constexpr size_t kRecentCalls = 8;  // pods whose last answers are kept (schedulers)
+
+  EvaluationCache& cache() { return cache_; }  // for tests and benchmarks that look inside
+
+ private:
+  // One call's answers, for the same pod's next call.
+  struct RecentCall {
+    std::string pod_key;
+    uint64_t shape_id = 0;
+    std::string group;
+    uint64_t generation = 0;
+    std::vector<size_t> positions;
+    std::vector<policies::EvaluationRef> per_node;
+    EvaluationLease lease;
+  };
+  // The answers of `query`'s pod's last call when they answer it too (see above).
+  bool Reuse(const EvaluationQuery& query, uint64_t shape_id, Evaluations& out) const;
+  void Remember(const EvaluationQuery& query, uint64_t shape_id, const Evaluations& answers);
+
+  EvaluationCache cache_;
+
+  mutable std::mutex calls_mutex_;
+  std::deque<std::shared_ptr<const RecentCall>> calls_;  // GUARDED_BY(calls_mutex_), newest last
+
+  // Refresh's own (one Refresh at a time): the snapshot it last refreshed against, and for each
+  // table the generation it was last brought up to; a table current as of last_refreshed_ only
+  // needs the nodes that changed since (found by comparing the two snapshots' node pointers).
+  std::shared_ptr<const policies::ClusterSnapshot> last_refreshed_;
+  std::vector<std::pair<std::shared_ptr<ShapeTable>, uint64_t>> synced_;
+};
+
+}  // namespace gputopo::evaluation
+
+#endif  // GPUTOPO_EVALUATION_CACHED_EVALUATIONS_H_

@@ -1,0 +1,226 @@
+#include "evaluation/pod_evaluator.h"
+
+#include <cstring>
+#include <functional>
+#include <optional>
+#include <utility>
+
+namespace gputopo::evaluation {
+
+using policies::ClusterSnapshot;
+using policies::EvaluateNode;
+using policies::EvaluationRef;
+using policies::GpuMask;
+using policies::NodeEvaluation;
+using policies::NodeState;
+using policies::NodeSummary;
+using policies::PodRequirements;
+using policies::Preset;
+using policies::SpreadMode;
+
+PodEvaluator::PodEvaluator(const PodRequirements& pod, const Preset& preset)
+    : pod_(pod),
+      preset_(preset),
+      cache_(nullptr),
+      group_hash_(std::hash<std::string_view>{}(pod.group)) {}
+
+PodEvaluator::PodEvaluator(const PodRequirements& pod, std::shared_ptr<const Preset> preset,
+                           EvaluationCache& cache)
+    : pod_(pod),
+      shared_preset_(std::move(preset)),
+      preset_(*shared_preset_),
+      cache_(&cache),
+      shape_id_(cache.ShapeId(pod, shared_preset_)),
+      group_hash_(std::hash<std::string_view>{}(pod.group)) {}
+
+uint32_t PodEvaluator::Add(std::shared_ptr<const NodeEvaluation> evaluation) {
+  evaluations_.push_back(std::move(evaluation));
+  return static_cast<uint32_t>(evaluations_.size() - 1);
+}
+
+GpuMask PodEvaluator::GroupGpusOf(const NodeState& node) const {
+  return pod_.spread == SpreadMode::kNone || !node.has_topology()
+             ? 0
+             : node.GroupGpus(pod_.group, group_hash_);
+}
+
+uint32_t PodEvaluator::Evaluate(const NodeState& node) {
+  return Add(EvaluateShared(node, GroupGpusOf(node)));
+}
+
+std::shared_ptr<const NodeEvaluation> PodEvaluator::EvaluateShared(const NodeState& node,
+                                                                   GpuMask group) {
+  if (!node.has_topology()) {  // the error text differs per node: not memoised
+    ++evaluated_;
+    return std::make_shared<const NodeEvaluation>(EvaluateNode(pod_, node, preset_, 0));
+  }
+  if (cache_ != nullptr) {
+    if (auto cached = cache_->Find(node, group, shape_id_)) {
+      ++cache_hits_;
+      return cached;
+    }
+  }
+  key_.assign(node.signature());
+  char bytes[sizeof(group)];
+  std::memcpy(bytes, &group, sizeof(group));
+  key_.append(bytes, sizeof(group));
+  auto [it, inserted] = memo_.try_emplace(key_, nullptr);
+  if (!inserted) {
+    ++memo_hits_;
+  } else {
+    ++evaluated_;
+    it->second = std::make_shared<const NodeEvaluation>(EvaluateNode(pod_, node, preset_, group));
+  }
+  if (cache_ != nullptr) cache_->Insert(node, group, shape_id_, it->second);
+  return it->second;
+}
+
+EvaluationRef PodEvaluator::TableAnswer(ShapeTable::Locked& table, ShapeTable::Locked* base,
+                                        const ClusterSnapshot& snapshot, size_t position) {
+  const NodeSummary& summary = snapshot.summary(position);
+  if (const EvaluationRef* found = table.Find(position, summary.version)) {
+    ++table_hits_;
+    return *found;
+  }
+  const bool may_hold_group =
+      pod_.spread != SpreadMode::kNone && summary.groups.MayContain(group_hash_);
+  if (base != nullptr && !may_hold_group) {
+    std::shared_ptr<const NodeEvaluation> seeded = base->FindOwned(position, summary.version);
+    if (seeded == nullptr) {
+      seeded = EvaluateShared(*snapshot.nodes()[position], 0);
+      (void)base->Store(position, summary.version, seeded);
+    } else {
+      ++table_hits_;
+    }
+    return table.Store(position, summary.version, std::move(seeded));
+  }
+  const NodeState& node = *snapshot.nodes()[position];
+  return table.Store(position, summary.version,
+                     EvaluateShared(node, may_hold_group ? GroupGpusOf(node) : 0));
+}
+
+size_t PodEvaluator::RefreshTable(ShapeTable& table, const ClusterSnapshot& snapshot,
+                                  const std::vector<size_t>* positions) {
+  // The table's lock is held only to find the stale slots and to store the new answers, not
+  // while evaluating: a cycle of the shape never waits for a refresh's searches.
+  std::vector<size_t> stale;
+  {
+    ShapeTable::Locked locked = table.Lock();
+    locked.Attach(snapshot.name_index());
+    auto look = [&](size_t position) {
+      if (locked.Find(position, snapshot.summary(position).version) == nullptr)
+        stale.push_back(position);
+    };
+    if (positions != nullptr) {
+      for (size_t position : *positions) look(position);
+    } else {
+      for (size_t position = 0; position < snapshot.nodes().size(); ++position) look(position);
+    }
+  }
+  if (stale.empty()) return 0;
+  const uint64_t evaluated_before = evaluated_;
+  std::vector<std::shared_ptr<const NodeEvaluation>> answers;
+  answers.reserve(stale.size());
+  for (size_t position : stale) {
+    const NodeSummary& summary = snapshot.summary(position);
+    const NodeState& node = *snapshot.nodes()[position];
+    const bool may_hold_group =
+        pod_.spread != SpreadMode::kNone && summary.groups.MayContain(group_hash_);
+    answers.push_back(EvaluateShared(node, may_hold_group ? GroupGpusOf(node) : 0));
+  }
+  ShapeTable::Locked locked = table.Lock();
+  // A cycle on a snapshot with other nodes may have moved the table on: then these positions
+  // are not the table's any more, and the next refresh starts again.
+  if (locked.attached(snapshot.name_index())) {
+    for (size_t i = 0; i < stale.size(); ++i) {
+      (void)locked.Store(stale[i], snapshot.summary(stale[i]).version, std::move(answers[i]));
+    }
+  }
+  (void)locked.Pin();  // compacts what the replaced slots no longer need
+  return static_cast<size_t>(evaluated_ - evaluated_before);
+}
+
+Evaluations PodEvaluator::EvaluateAt(const ClusterSnapshot& snapshot,
+                                     const std::vector<size_t>& positions) {
+  Evaluations out;
+  out.per_node.resize(positions.size());
+  const uint64_t evaluated_before = evaluated_;
+  if (cache_ == nullptr) {  // every evaluation is owned here
+    auto own = std::make_shared<std::vector<std::shared_ptr<const NodeEvaluation>>>();
+    for (size_t i = 0; i < positions.size(); ++i) {
+      if (positions[i] == ClusterSnapshot::kNotFound) continue;
+      const NodeState& node = *snapshot.nodes()[positions[i]];
+      own->push_back(EvaluateShared(node, GroupGpusOf(node)));
+      out.per_node[i] = EvaluationRef::To(*own->back());
+    }
+    out.lease.Hold(std::move(own));
+    out.evaluated = evaluated_ - evaluated_before;
+    return out;
+  }
+  const std::shared_ptr<ShapeTable> table = cache_->Table(shape_id_, pod_, shared_preset_);
+  // A spreading pod's table is its group's; nodes without the group answer as in the shape's
+  // base table (locked after the group's: no lock is ever taken the other way round).
+  std::shared_ptr<ShapeTable> base;
+  if (!EvaluationCache::TableGroup(pod_).empty()) {
+    PodRequirements no_group = pod_;
+    no_group.group.clear();
+    base = cache_->Table(shape_id_, no_group, shared_preset_);
+  }
+  ShapeTable::Locked locked = table->Lock();
+  std::optional<ShapeTable::Locked> base_locked;
+  locked.Attach(snapshot.name_index());
+  if (base != nullptr) {
+    base_locked.emplace(*base);
+    base_locked->Attach(snapshot.name_index());
+    if (locked.fresh()) {
+      // The first cycle of a new group: every node starts with the base table's answer, and
+      // only those that may hold the group are answered afresh (copying slot by slot took
+      // milliseconds at 5000 nodes).
+      locked.SeedFrom(*base_locked);
+      for (size_t position = 0; position < snapshot.node_count(); ++position) {
+        if (snapshot.summary(position).groups.MayContain(group_hash_)) locked.Forget(position);
+      }
+    }
+  }
+  ShapeTable::Locked* base_view = base_locked ? &*base_locked : nullptr;
+  auto answer = [&](size_t position) -> EvaluationRef {
+    return TableAnswer(locked, base_view, snapshot, position);
+  };
+  const size_t node_count = snapshot.node_count();
+  if (positions.size() >= node_count / kSweepShare && node_count <= UINT32_MAX) {
+    // Many of the nodes: answer them in position order, so that the summaries and table slots
+    // are read front to back (and streamed in by the CPU) rather than at random. asked[p] is
+    // one more than the index of the first request entry naming the node at position p.
+    std::vector<uint32_t> asked(node_count, 0);
+    std::vector<std::pair<size_t, size_t>> repeats;  // (entry, earlier entry of the same node)
+    for (size_t i = 0; i < positions.size(); ++i) {
+      const size_t position = positions[i];
+      if (position == ClusterSnapshot::kNotFound) continue;
+      if (asked[position] != 0) {
+        repeats.emplace_back(i, asked[position] - 1);
+      } else {
+        asked[position] = static_cast<uint32_t>(i + 1);
+      }
+    }
+    for (size_t position = 0; position < node_count; ++position) {
+      if (asked[position] != 0) out.per_node[asked[position] - 1] = answer(position);
+    }
+    for (const auto& [entry, earlier] : repeats) out.per_node[entry] = out.per_node[earlier];
+  } else {
+    constexpr size_t kAhead = 8;  // positions are random: fetch what they read early
+    for (size_t i = 0; i < positions.size(); ++i) {
+      if (i + kAhead < positions.size() && positions[i + kAhead] != ClusterSnapshot::kNotFound) {
+        __builtin_prefetch(&snapshot.summary(positions[i + kAhead]));
+        locked.Prefetch(positions[i + kAhead]);
+      }
+      if (positions[i] != ClusterSnapshot::kNotFound) out.per_node[i] = answer(positions[i]);
+    }
+  }
+  out.lease.Hold(locked.Pin());
+  out.lease.Hold(locked.borrowed());
+  if (base_locked) (void)base_locked->Pin();  // compacts it now and then
+  out.evaluated = evaluated_ - evaluated_before;
+  return out;
+}
+
+}  // namespace gputopo::evaluation

@@ -1,0 +1,97 @@
+// PodEvaluator: the machinery of CachedEvaluations for one pod's cycle (or one table's refresh):
+// reads the EvaluationCache's tables and node answers, evaluates what they lack, and stores it.
+//
+// Reuses, in order: the pod shape's table for the pod's group (two array reads per node whose
+// state has not changed since the slot was made), the cache's node answers (same node version,
+// pod shape and group GPUs), and within one evaluator, answers for nodes whose state signature
+// and group GPUs are equal (thousands of nodes of one machine type in a handful of states cost a
+// handful of searches); it evaluates otherwise. Every answer equals policies::EvaluateNode's.
+//
+// Thread safety: a PodEvaluator is not thread-safe: use one per cycle. Evaluators sharing one
+// cache may run concurrently.
+#ifndef GPUTOPO_EVALUATION_POD_EVALUATOR_H_
+#define GPUTOPO_EVALUATION_POD_EVALUATOR_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "evaluation/evaluation_cache.h"
+#include "evaluation/evaluation_source.h"
+#include "policies/engine/evaluation.h"
+
+namespace gputopo::evaluation {
+
+class PodEvaluator {
+ public:
+  // Without a cache: only this evaluator's own memo of equal node states. `pod` and `preset`
+  // must outlive the evaluator.
+  PodEvaluator(const policies::PodRequirements& pod, const policies::Preset& preset);
+  // With `cache` (which must outlive it): its tables and node answers too.
+  PodEvaluator(const policies::PodRequirements& pod, std::shared_ptr<const policies::Preset> preset,
+               EvaluationCache& cache);
+
+  // Index of the node's evaluation; see evaluation().
+  uint32_t Evaluate(const policies::NodeState& node);
+  const policies::NodeEvaluation& evaluation(uint32_t index) const { return *evaluations_[index]; }
+
+  // Evaluates the pod on the nodes of `snapshot` at `positions` (kNotFound: an unknown node,
+  // answered with a null evaluation). With a cache, through its ShapeTable for the pod's shape
+  // and group: nodes that have not changed since the table last answered for them cost two
+  // array reads, made in position order when the positions are at least 1/kSweepShare of the
+  // snapshot's nodes. Does not add to evaluations().
+  static constexpr size_t kSweepShare = 4;
+  Evaluations EvaluateAt(const policies::ClusterSnapshot& snapshot,
+                         const std::vector<size_t>& positions);
+  // Brings `table`, a table of the cache for this pod's shape and group
+  // (EvaluationCache::RefreshableShapes), up to date with `snapshot`: every node whose state
+  // changed since its slot was computed is evaluated (with the GPUs holding the pod's group),
+  // so that the next cycle of the shape and group only reads. With `positions`, only those are
+  // looked at (the nodes known to have changed since the table was last brought up to date).
+  // The table is locked only to find the stale slots and to store the answers, never during a
+  // search, so cycles of the shape do not wait for it. Returns how many evaluations were made.
+  size_t RefreshTable(ShapeTable& table, const policies::ClusterSnapshot& snapshot,
+                      const std::vector<size_t>* positions = nullptr);
+  uint64_t shape_id() const { return shape_id_; }  // in the cache; 0 without one
+  uint64_t table_hits() const { return table_hits_; }
+  size_t evaluation_count() const { return evaluations_.size(); }
+  uint64_t memo_hits() const { return memo_hits_; }
+  uint64_t cache_hits() const { return cache_hits_; }
+  // Nodes this evaluator evaluated, rather than found evaluated (in a cache or its own memo).
+  uint64_t evaluated() const { return evaluated_; }
+
+ private:
+  uint32_t Add(std::shared_ptr<const policies::NodeEvaluation> evaluation);
+  // The node's GPUs holding the pod's group, as far as the evaluation depends on them.
+  policies::GpuMask GroupGpusOf(const policies::NodeState& node) const;
+  // Evaluate()'s answer, through the node answers and this evaluator's memo, without keeping it.
+  std::shared_ptr<const policies::NodeEvaluation> EvaluateShared(const policies::NodeState& node,
+                                                                 policies::GpuMask group);
+  // The answer `table` (of this pod's shape and group) keeps for the node at `position`,
+  // evaluated and stored when the slot is not for the node's current version. A node that
+  // cannot hold the pod's group takes `base`'s answer when it has one (the shape's table for a
+  // group on no node; may be null).
+  policies::EvaluationRef TableAnswer(ShapeTable::Locked& table, ShapeTable::Locked* base,
+                                      const policies::ClusterSnapshot& snapshot, size_t position);
+
+  const policies::PodRequirements& pod_;
+  std::shared_ptr<const policies::Preset> shared_preset_;  // null without a cache
+  const policies::Preset& preset_;
+  EvaluationCache* cache_;  // may be null
+  uint64_t shape_id_ = 0;
+  size_t group_hash_;
+  std::vector<std::shared_ptr<const policies::NodeEvaluation>> evaluations_;
+  // Node signature + group GPUs -> evaluation, for this evaluator's lifetime.
+  std::unordered_map<std::string, std::shared_ptr<const policies::NodeEvaluation>> memo_;
+  std::string key_;
+  uint64_t memo_hits_ = 0;
+  uint64_t cache_hits_ = 0;
+  uint64_t table_hits_ = 0;
+  uint64_t evaluated_ = 0;
+};
+
+}  // namespace gputopo::evaluation
+
+#endif  // GPUTOPO_EVALUATION_POD_EVALUATOR_H_

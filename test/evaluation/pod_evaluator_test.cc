@@ -1,0 +1,542 @@
+// The machinery of CachedEvaluations: PodEvaluator's memo of equal node states, the
+// EvaluationCache's node answers and per-(pod shape, group) tables, and refreshes. (The whole
+// source against PlainEvaluations through random changes: evaluation_source_test.cc.)
+#include "evaluation/pod_evaluator.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+
+#include "evaluation/evaluation_cache.h"
+#include "test/support/builders.h"
+#include "test/support/machines.h"
+#include "test/support/test_cluster.h"
+
+namespace gputopo::evaluation {
+namespace {
+
+using policies::ClusterSnapshot;
+using policies::EvaluateNode;
+using policies::EvaluationRef;
+using policies::GpuMask;
+using policies::NodeEvaluation;
+using policies::PodRequirements;
+using policies::RequirementsOf;
+using policies::Verdict;
+using testing::ExpectSameAsEvaluateNode;
+using testing::MakeNode;
+using testing::MakePod;
+using testing::PositionsOf;
+using testing::TestCluster;
+
+TEST(PodEvaluatorTest, IdenticalNodesAreSearchedOnce) {
+  TestCluster cluster;
+  for (int i = 0; i < 50; ++i) {
+    cluster.Add(
+        MakeNode().Name("n" + std::to_string(i)).Profile("dgx1").Replicas(2).Allocatable(16).Obj());
+  }
+  cluster.Add(testing::DeploymentReplica("web", 0, 1));  // pending: holds nothing
+  cluster.Add(MakePod()
+                  .Namespace("ml")
+                  .Name("web-5d8f7c9b6d-x")
+                  .Gpus(1)
+                  .OwnedByDeployment("web")
+                  .OnNode("n7")
+                  .Assigned("0")
+                  .Obj());
+  const PodRequirements req = *RequirementsOf(testing::DeploymentReplica("web", 1, 2));
+  PodEvaluator evaluator(req, cluster.preset());
+  auto snapshot = cluster.state().Snapshot();
+  std::vector<uint32_t> results;
+  for (const auto& node : snapshot->nodes()) results.push_back(evaluator.Evaluate(*node));
+  // 49 empty nodes share one search; n7 (a replica of the group on GPU 0) gets its own.
+  EXPECT_EQ(evaluator.memo_hits(), 48u);
+  EXPECT_EQ(evaluator.evaluation_count(), 50u);
+  EXPECT_EQ(&evaluator.evaluation(results[3]), &evaluator.evaluation(results[0]));  // shared
+  const size_t n7 = snapshot->FindIndex("n7");
+  EXPECT_NE(results[n7], results[0]);
+  EXPECT_FALSE(topology::Has(evaluator.evaluation(results[n7]).gpus, 0));
+  // Same answer as evaluating the node on its own.
+  EXPECT_EQ(evaluator.evaluation(results[3]).gpus,
+            EvaluateNode(req, *snapshot->nodes()[3], cluster.preset()).gpus);
+}
+
+}  // namespace
+}  // namespace gputopo::evaluation
+
+namespace gputopo::evaluation {
+namespace {
+
+TEST(EvaluationCacheTest, ReusesEvaluationsAcrossCyclesUntilTheNodeChanges) {
+  TestCluster cluster;
+  for (int i = 0; i < 20; ++i) {
+    cluster.Add(
+        MakeNode().Name("n" + std::to_string(i)).Profile("dgx1").Replicas(2).Allocatable(16).Obj());
+  }
+  EvaluationCache cache;
+  const PodRequirements req = *RequirementsOf(MakePod().Name("p").Gpus(2).Obj());
+  auto run = [&](EvaluationCache* c) {
+    PodEvaluator evaluator = c != nullptr ? PodEvaluator(req, cluster.shared_preset(), *c)
+                                          : PodEvaluator(req, cluster.preset());
+    std::vector<GpuMask> gpus;
+    for (const auto& node : cluster.state().Snapshot()->nodes()) {
+      gpus.push_back(evaluator.evaluation(evaluator.Evaluate(*node)).gpus);
+    }
+    return std::make_pair(gpus, evaluator.cache_hits());
+  };
+  auto [first, first_hits] = run(&cache);
+  EXPECT_EQ(first_hits, 0u);
+  auto [second, second_hits] = run(&cache);
+  EXPECT_EQ(second_hits, 20u);  // nothing changed: every node answered from the cache
+  EXPECT_EQ(first, second);
+  // A pod lands on n3: its new version misses, the other 19 still hit, and the answer for n3
+  // is the fresh one (the same as without a cache).
+  cluster.Add(MakePod().Name("busy").Gpus(2).OnNode("n3").Assigned("0,1").Obj());
+  auto [third, third_hits] = run(&cache);
+  EXPECT_EQ(third_hits, 19u);
+  EXPECT_EQ(third, run(nullptr).first);
+  // Another shape (4 GPUs) is a different key.
+  const PodRequirements four = *RequirementsOf(MakePod().Name("q").Gpus(4).Obj());
+  PodEvaluator other(four, cluster.shared_preset(), cache);
+  other.Evaluate(*cluster.Node("n0"));
+  EXPECT_EQ(other.cache_hits(), 0u);
+}
+
+TEST(EvaluationCacheTest, NodeAnswersAreKeyedByNodeVersionShapeAndGroupGpusAndBounded) {
+  TestCluster cluster;
+  cluster.Add(MakeNode().Name("n").Profile("dgx1").Replicas(2).Allocatable(16).Obj());
+  EvaluationCache cache;
+  const PodRequirements one = *RequirementsOf(MakePod().Name("p").Gpus(1).Obj());
+  const PodRequirements two = *RequirementsOf(MakePod().Name("q").Gpus(2).Obj());
+  const uint64_t shape = cache.ShapeId(one, cluster.shared_preset());
+  EXPECT_EQ(cache.ShapeId(one, cluster.shared_preset()), shape);
+  EXPECT_NE(cache.ShapeId(two, cluster.shared_preset()), shape);
+  auto node = cluster.Node("n");
+  auto e = std::make_shared<const NodeEvaluation>();
+  cache.Insert(*node, 0, shape, e);
+  EXPECT_EQ(cache.Find(*node, 0, shape), e);
+  EXPECT_EQ(cache.Find(*node, 1, shape), nullptr);  // group GPUs are part of the key
+  EXPECT_EQ(cache.Find(*node, 0, shape + 1), nullptr);
+  // A new state of the node is another key: never answered with the old state's evaluation.
+  cluster.Add(MakePod().Name("p").Gpus(1).OnNode("n").Assigned("0").Obj());
+  auto changed = cluster.Node("n");
+  ASSERT_NE(changed->version(), node->version());
+  EXPECT_EQ(cache.Find(*changed, 0, shape), nullptr);
+  // Bounded: after kNodeAnswers more answers, the first is gone, the newest are kept.
+  for (uint64_t s = 0; s < EvaluationCache::kNodeAnswers; ++s) cache.Insert(*changed, 0, s, e);
+  EXPECT_LE(cache.node_answers(), EvaluationCache::kNodeAnswers);
+  EXPECT_EQ(cache.Find(*node, 0, shape), nullptr);
+  EXPECT_EQ(cache.Find(*changed, 0, EvaluationCache::kNodeAnswers - 1), e);
+}
+
+}  // namespace
+}  // namespace gputopo::evaluation
+
+namespace gputopo::evaluation {
+namespace {
+
+TEST(ShapeTableTest, AnswersLikeEvaluatingEachNodeAndOnlyReevaluatesChangedNodes) {
+  TestCluster cluster;
+  std::vector<std::string> names;
+  for (int i = 0; i < 30; ++i) {
+    names.push_back("n" + std::to_string(i));
+    cluster.Add(MakeNode()
+                    .Name(names.back())
+                    .Profile(i % 2 ? "dgx1" : "hgx-h100")
+                    .Replicas(2)
+                    .Allocatable(16)
+                    .Obj());
+  }
+  names.push_back("not-a-node");
+  // Replicas of "web" on n4 and n9: those nodes are evaluated with the group's GPUs.
+  cluster.Add(testing::DeploymentReplica("web", 100));
+  cluster.Add(MakePod()
+                  .Namespace("ml")
+                  .Name("web-5d8f7c9b6d-a")
+                  .Gpus(1)
+                  .OwnedByDeployment("web")
+                  .OnNode("n4")
+                  .Assigned("0")
+                  .Obj());
+  cluster.Add(MakePod()
+                  .Namespace("ml")
+                  .Name("web-5d8f7c9b6d-b")
+                  .Gpus(1)
+                  .OwnedByDeployment("web")
+                  .OnNode("n9")
+                  .Assigned("3")
+                  .Obj());
+  // Other workloads elsewhere: nodes in many states.
+  for (int i = 0; i < 30; i += 3) {
+    cluster.Add(MakePod()
+                    .Name("other-" + std::to_string(i))
+                    .Gpus(1)
+                    .Group("batch")
+                    .OnNode(names[static_cast<size_t>(i)])
+                    .Assigned(std::to_string(i % 8))
+                    .Obj());
+  }
+  EvaluationCache cache;
+  const PodRequirements req = *RequirementsOf(testing::DeploymentReplica("web", 1));
+  auto snapshot = cluster.state().Snapshot();
+  std::vector<size_t> positions = PositionsOf(*snapshot, names);
+  ASSERT_EQ(positions.back(), ClusterSnapshot::kNotFound);
+
+  PodEvaluator first(req, cluster.shared_preset(), cache);
+  const Evaluations a = first.EvaluateAt(*snapshot, positions);
+  ExpectSameAsEvaluateNode(a.per_node, *snapshot, positions, req, cluster.preset());
+  EXPECT_EQ(first.table_hits(), 0u);
+  // The group's nodes got the group-aware answer: GPU 0 of n4 holds a replica already.
+  const size_t n4 = 4;
+  EXPECT_FALSE(topology::Has(a.per_node[n4].evaluation->gpus, 0));
+
+  // Next cycle, nothing changed: all 30 nodes come from the group's table, n4 and n9 (which
+  // hold the group) included.
+  PodEvaluator second(req, cluster.shared_preset(), cache);
+  const Evaluations b = second.EvaluateAt(*snapshot, positions);
+  ExpectSameAsEvaluateNode(b.per_node, *snapshot, positions, req, cluster.preset());
+  EXPECT_EQ(second.table_hits(), 30u);
+  EXPECT_EQ(second.evaluated(), 0u);
+
+  // A pod lands on n7 (another group): only n7 is evaluated again, and answered freshly.
+  cluster.Add(MakePod().Name("late").Gpus(2).Group("batch").OnNode("n7").Assigned("0,1").Obj());
+  snapshot = cluster.state().Snapshot();
+  PodEvaluator third(req, cluster.shared_preset(), cache);
+  const Evaluations c = third.EvaluateAt(*snapshot, positions);
+  ExpectSameAsEvaluateNode(c.per_node, *snapshot, positions, req, cluster.preset());
+  EXPECT_EQ(third.table_hits(), 29u);
+  EXPECT_EQ(third.evaluated(), 1u);
+
+  // A replica of the group lands on n12: from now on n12 is answered with the group's GPUs.
+  cluster.Add(MakePod()
+                  .Namespace("ml")
+                  .Name("web-5d8f7c9b6d-c")
+                  .Gpus(1)
+                  .OwnedByDeployment("web")
+                  .OnNode("n12")
+                  .Assigned("5")
+                  .Obj());
+  snapshot = cluster.state().Snapshot();
+  PodEvaluator fourth(req, cluster.shared_preset(), cache);
+  const Evaluations d = fourth.EvaluateAt(*snapshot, positions);
+  ExpectSameAsEvaluateNode(d.per_node, *snapshot, positions, req, cluster.preset());
+  EXPECT_FALSE(topology::Has(d.per_node[12].evaluation->gpus, 5));
+
+  // A new node makes a new name index: the other nodes keep their slots, only the new node is
+  // evaluated, and the answers are still right.
+  cluster.Add(MakeNode().Name("a-new-node").Profile("dgx1").Replicas(2).Allocatable(16).Obj());
+  names.push_back("a-new-node");
+  snapshot = cluster.state().Snapshot();
+  positions = PositionsOf(*snapshot, names);
+  PodEvaluator fifth(req, cluster.shared_preset(), cache);
+  const Evaluations e = fifth.EvaluateAt(*snapshot, positions);
+  ExpectSameAsEvaluateNode(e.per_node, *snapshot, positions, req, cluster.preset());
+  EXPECT_EQ(fifth.table_hits(), 30u);  // every node but the new one
+
+  // A node leaves and the nodes after it move to new positions: their slots move with them.
+  cluster.state().RemoveNode("n20");
+  snapshot = cluster.state().Snapshot();
+  const std::vector<size_t> old_positions = positions;
+  positions = PositionsOf(*snapshot, names);
+  ASSERT_NE(positions[25], old_positions[25]) << "the test needs positions to move";
+  PodEvaluator sixth(req, cluster.shared_preset(), cache);
+  const Evaluations f = sixth.EvaluateAt(*snapshot, positions);
+  ExpectSameAsEvaluateNode(f.per_node, *snapshot, positions, req, cluster.preset());
+  EXPECT_EQ(sixth.table_hits(), 30u);  // the new node's slot is used now, n20's is gone
+}
+
+// Requests naming many of the nodes are answered in position order, others in request order:
+// both give every entry its own node's answer, whatever the order, with repeated and unknown
+// names among them.
+TEST(ShapeTableTest, AnswersInRequestOrderWhetherSweptByPositionOrNot) {
+  TestCluster cluster;
+  std::vector<std::string> names;
+  for (int i = 0; i < 40; ++i) {
+    names.push_back("n" + std::to_string(i));
+    cluster.Add(MakeNode()
+                    .Name(names.back())
+                    .Profile(i % 3 ? "dgx1" : "hgx-h100")
+                    .Replicas(2)
+                    .Allocatable(16)
+                    .Obj());
+    for (int p = 0; p < i % 5; ++p) {  // nodes in different states: different answers
+      cluster.Add(
+          MakePod()
+              .Name("busy-" + std::to_string(i) + "-" + std::to_string(p))
+              .Gpus(1 + p % 2)
+              .Group(p % 2 ? "web" : "batch")
+              .OnNode(names.back())
+              .Assigned(p % 2 ? std::to_string(p) + "," + std::to_string(p + 4) : std::to_string(p))
+              .Obj());
+    }
+  }
+  const PodRequirements req =
+      *RequirementsOf(MakePod().Namespace("ml").Name("web-1").Gpus(2).Group("web").Obj());
+  auto snapshot = cluster.state().Snapshot();
+  // Shuffled, with repeats (kube-scheduler sends none, a broken client might) and unknowns.
+  std::vector<std::string> asked = names;
+  std::mt19937 rng(7);
+  std::shuffle(asked.begin(), asked.end(), rng);
+  asked.insert(asked.begin() + 3, "n17");
+  asked.push_back("nowhere");
+  asked.push_back(asked[0]);
+  const std::vector<size_t> positions = PositionsOf(*snapshot, asked);
+  ASSERT_GE(positions.size(), snapshot->node_count() / PodEvaluator::kSweepShare);
+
+  EvaluationCache cache;
+  PodEvaluator swept(req, cluster.shared_preset(), cache);
+  const Evaluations all = swept.EvaluateAt(*snapshot, positions);
+  ExpectSameAsEvaluateNode(all.per_node, *snapshot, positions, req, cluster.preset());
+  EXPECT_EQ(all.per_node.back().evaluation, all.per_node.front().evaluation);
+
+  // One name at a time (under 1/kSweepShare of the nodes): the same answers, from the table.
+  for (size_t i = 0; i < positions.size(); ++i) {
+    PodEvaluator one(req, cluster.shared_preset(), cache);
+    const Evaluations single = one.EvaluateAt(*snapshot, {positions[i]});
+    ExpectSameAsEvaluateNode(single.per_node, *snapshot, {positions[i]}, req, cluster.preset());
+    if (positions[i] == ClusterSnapshot::kNotFound) continue;
+    EXPECT_EQ(single.per_node[0].verdict, all.per_node[i].verdict) << asked[i];
+    EXPECT_EQ(single.per_node[0].evaluation->gpus, all.per_node[i].evaluation->gpus) << asked[i];
+  }
+}
+
+TEST(ShapeTableTest, RefreshEvaluatesChangedNodesSoTheNextCycleOnlyReads) {
+  TestCluster cluster;
+  std::vector<std::string> names;
+  for (int i = 0; i < 12; ++i) {
+    names.push_back("n" + std::to_string(i));
+    cluster.Add(
+        MakeNode().Name(names.back()).Profile("hgx-h100").Replicas(2).Allocatable(16).Obj());
+  }
+  EvaluationCache cache;
+  const PodRequirements req = *RequirementsOf(MakePod().Name("p").Gpus(4).Obj());
+  auto snapshot = cluster.state().Snapshot();
+  std::vector<size_t> positions = PositionsOf(*snapshot, names);
+  {
+    PodEvaluator first(req, cluster.shared_preset(), cache);
+    (void)first.EvaluateAt(*snapshot, positions);
+  }
+  std::vector<EvaluationCache::TableShape> shapes = cache.RefreshableShapes();
+  ASSERT_EQ(shapes.size(), 2u) << "the pod's group's table and the shape's base table";
+  std::erase_if(shapes, [&](const auto& shape) { return shape.pod.group != req.group; });
+  ASSERT_EQ(shapes.size(), 1u);
+  EXPECT_EQ(shapes[0].pod.gpus, 4);
+  EXPECT_EQ(shapes[0].preset, cluster.shared_preset());
+
+  // Two nodes change, then the table is refreshed: exactly those two are evaluated.
+  cluster.Add(MakePod().Name("a").Gpus(2).OnNode("n3").Assigned("0,1").Obj());
+  cluster.Add(MakePod().Name("b").Gpus(1).OnNode("n8").Assigned("5").Obj());
+  snapshot = cluster.state().Snapshot();
+  PodEvaluator refresher(shapes[0].pod, shapes[0].preset, cache);
+  EXPECT_EQ(refresher.RefreshTable(*shapes[0].table, *snapshot), 2u);
+  EXPECT_EQ(refresher.RefreshTable(*shapes[0].table, *snapshot), 0u) << "nothing changed since";
+
+  // The next cycle of the shape reads every node from the table, and the answers are fresh.
+  PodEvaluator next(req, cluster.shared_preset(), cache);
+  const Evaluations got = next.EvaluateAt(*snapshot, positions);
+  EXPECT_EQ(next.table_hits(), 12u);
+  ExpectSameAsEvaluateNode(got.per_node, *snapshot, positions, req, cluster.preset());
+}
+
+// Node versions only grow: an answer for an older version (a cycle on an older snapshot that
+// raced a refresh) never replaces a newer one, but is still returned for that cycle to use.
+TEST(ShapeTableTest, AnOlderVersionNeverReplacesANewerAnswer) {
+  ShapeTable shape_table;
+  ShapeTable::Locked table = shape_table.Lock();
+  const std::vector<std::string_view> names = {"a", "b"};
+  table.Attach(std::make_shared<const policies::FlatNameIndex>(names));
+  auto evaluation = [](double score) {
+    NodeEvaluation e;
+    e.verdict = Verdict::kFits;
+    e.weighted_score = score;
+    return std::make_shared<const NodeEvaluation>(e);
+  };
+  (void)table.Store(1, 7, evaluation(7.0));
+  const EvaluationRef older = table.Store(1, 5, evaluation(5.0));
+  EXPECT_DOUBLE_EQ(older.weighted_score, 5.0);
+  ASSERT_NE(table.Find(1, 7), nullptr);
+  EXPECT_DOUBLE_EQ(table.Find(1, 7)->weighted_score, 7.0);
+  EXPECT_EQ(table.Find(1, 5), nullptr);
+  (void)table.Store(1, 9, evaluation(9.0));
+  EXPECT_DOUBLE_EQ(table.Find(1, 9)->weighted_score, 9.0);
+}
+
+// A spreading pod's table is its group's: nodes holding the group are answered with the
+// group's GPUs from it, and a refresh evaluates the changed ones with those GPUs; the shape's
+// base table (a group on no node) is refreshed alongside.
+TEST(ShapeTableTest, RefreshEvaluatesChangedNodesOfTheTablesGroupWithItsGpus) {
+  TestCluster cluster;
+  std::vector<std::string> names;
+  for (int i = 0; i < 6; ++i) {
+    names.push_back("n" + std::to_string(i));
+    cluster.Add(
+        MakeNode().Name(names.back()).Profile("hgx-h100").Replicas(4).Allocatable(32).Obj());
+  }
+  auto replica = [](const std::string& name, int gpus) {
+    return MakePod().Namespace("ml").Name(name).Gpus(gpus).OwnedByDeployment("web");
+  };
+  cluster.Add(replica("web-1", 1).OnNode("n1").Assigned("0").Obj());
+  EvaluationCache cache;
+  const PodRequirements req = *RequirementsOf(replica("web-new", 2).Obj());
+  auto snapshot = cluster.state().Snapshot();
+  const std::vector<size_t> positions = PositionsOf(*snapshot, names);
+  {
+    PodEvaluator first(req, cluster.shared_preset(), cache);
+    (void)first.EvaluateAt(*snapshot, positions);
+  }
+  const std::vector<EvaluationCache::TableShape> shapes = cache.RefreshableShapes();
+  ASSERT_EQ(shapes.size(), 2u) << "the group's table and the shape's base table";
+  const auto group_table = std::find_if(shapes.begin(), shapes.end(), [&](const auto& shape) {
+    return shape.pod.group == req.group;
+  });
+  const auto base_table = std::find_if(shapes.begin(), shapes.end(),
+                                       [&](const auto& shape) { return shape.pod.group.empty(); });
+  ASSERT_NE(group_table, shapes.end());
+  ASSERT_NE(base_table, shapes.end());
+
+  // Another replica lands on n3, and a pod of another group on n1: both hold the group now.
+  cluster.Add(replica("web-2", 1).OnNode("n3").Assigned("2").Obj());
+  cluster.Add(MakePod().Name("other").Gpus(1).Group("batch").OnNode("n1").Assigned("5").Obj());
+  snapshot = cluster.state().Snapshot();
+  PodEvaluator group_refresher(group_table->pod, group_table->preset, cache);
+  EXPECT_EQ(group_refresher.RefreshTable(*group_table->table, *snapshot), 2u) << "n1 and n3";
+  PodEvaluator base_refresher(base_table->pod, base_table->preset, cache);
+  EXPECT_EQ(base_refresher.RefreshTable(*base_table->table, *snapshot), 2u) << "n1 and n3";
+
+  PodEvaluator next(req, cluster.shared_preset(), cache);
+  const Evaluations got = next.EvaluateAt(*snapshot, positions);
+  EXPECT_EQ(next.evaluated(), 0u) << "every answer was ready";
+  EXPECT_EQ(next.table_hits(), names.size()) << "group nodes included";
+  ExpectSameAsEvaluateNode(got.per_node, *snapshot, positions, req, cluster.preset());
+  EXPECT_FALSE(topology::Has(got.per_node[3].evaluation->gpus, 2));  // the group's GPU avoided
+}
+
+// A Deployment with a replica on every node, and the first pod of another group: once the
+// refresher has filled the base table, the new group's table takes the base table's answers
+// for every node its filter rules out, so only the nodes holding the new group are evaluated;
+// both groups' next cycles only read.
+TEST(ShapeTableTest, ANewGroupIsSeededFromTheBaseTable) {
+  TestCluster cluster;
+  std::vector<std::string> names;
+  for (int i = 0; i < 8; ++i) {
+    names.push_back("n" + std::to_string(i));
+    cluster.Add(MakeNode().Name(names.back()).Profile("dgx1").Replicas(4).Allocatable(32).Obj());
+    cluster.Add(MakePod()
+                    .Namespace("ml")
+                    .Name("web-" + std::to_string(i))
+                    .Gpus(1)
+                    .OwnedByDeployment("web")
+                    .OnNode(names.back())
+                    .Assigned(std::to_string(i % 8))
+                    .Obj());
+  }
+  cluster.Add(MakePod()
+                  .Namespace("ml")
+                  .Name("batch-0")
+                  .Gpus(1)
+                  .OwnedByDeployment("batch")
+                  .OnNode("n5")
+                  .Assigned("3")
+                  .Obj());
+  EvaluationCache cache;
+  auto snapshot = cluster.state().Snapshot();
+  const std::vector<size_t> positions = PositionsOf(*snapshot, names);
+  const PodRequirements web = *RequirementsOf(
+      MakePod().Namespace("ml").Name("web-new").Gpus(1).OwnedByDeployment("web").Obj());
+  const PodRequirements batch = *RequirementsOf(
+      MakePod().Namespace("ml").Name("batch-new").Gpus(1).OwnedByDeployment("batch").Obj());
+  ASSERT_EQ(EvaluationShape(web, cluster.preset()), EvaluationShape(batch, cluster.preset()));
+  {
+    PodEvaluator first(web, cluster.shared_preset(), cache);
+    ExpectSameAsEvaluateNode(first.EvaluateAt(*snapshot, positions).per_node, *snapshot, positions,
+                             web, cluster.preset());
+  }
+  // What the TableRefresher does next: the base table is filled in the background.
+  for (const EvaluationCache::TableShape& shape : cache.RefreshableShapes()) {
+    PodEvaluator refresher(shape.pod, shape.preset, cache);
+    (void)refresher.RefreshTable(*shape.table, *snapshot);
+  }
+  PodEvaluator first_batch(batch, cluster.shared_preset(), cache);
+  ExpectSameAsEvaluateNode(first_batch.EvaluateAt(*snapshot, positions).per_node, *snapshot,
+                           positions, batch, cluster.preset());
+  EXPECT_EQ(first_batch.evaluated(), 1u) << "only n5 holds batch";
+  EXPECT_EQ(first_batch.table_hits(), names.size() - 1) << "the rest from the base table";
+  for (const PodRequirements* pod : {&web, &batch}) {
+    PodEvaluator next(*pod, cluster.shared_preset(), cache);
+    ExpectSameAsEvaluateNode(next.EvaluateAt(*snapshot, positions).per_node, *snapshot, positions,
+                             *pod, cluster.preset());
+    EXPECT_EQ(next.table_hits(), names.size());
+    EXPECT_EQ(next.evaluated(), 0u);
+  }
+}
+
+TEST(ShapeTableTest, OnlyRecentTablesAreRefreshable) {
+  TestCluster cluster;
+  cluster.Add(MakeNode().Name("n0").Profile("dgx1").Replicas(2).Allocatable(16).Obj());
+  EvaluationCache cache;
+  auto snapshot = cluster.state().Snapshot();
+  const std::vector<size_t> positions = PositionsOf(*snapshot, {"n0"});
+  const PodRequirements two = *RequirementsOf(MakePod().Name("p").Gpus(2).Obj());
+  PodEvaluator shared(two, cluster.shared_preset(), cache);
+  (void)shared.EvaluateAt(*snapshot, positions);
+  ASSERT_EQ(cache.RefreshableShapes().size(), 2u);  // the group's table and the base table
+  for (const auto& shape : cache.RefreshableShapes()) EXPECT_EQ(shape.pod.gpus, 2);
+  // Other shapes' lookups push it out of the recent ones (its table is kept).
+  const PodRequirements one = *RequirementsOf(MakePod().Name("p").Gpus(1).Obj());
+  for (uint64_t i = 0; i < EvaluationCache::kRecentUses; ++i) {
+    PodEvaluator again(one, cluster.shared_preset(), cache);
+    (void)again.EvaluateAt(*snapshot, positions);
+  }
+  for (const auto& shape : cache.RefreshableShapes()) EXPECT_EQ(shape.pod.gpus, 1);
+}
+
+TEST(ShapeTableTest, ACycleKeepsItsEvaluationsAliveAfterTheCacheForgetsThem) {
+  TestCluster cluster;
+  std::vector<std::string> names;
+  for (int i = 0; i < 4; ++i) {
+    names.push_back("n" + std::to_string(i));
+    cluster.Add(MakeNode().Name(names.back()).Profile("dgx1").Replicas(4).Allocatable(32).Obj());
+  }
+  cluster.Add(MakePod().Name("first").Gpus(1).OnNode("n0").Assigned("0").Obj());
+  auto cache = std::make_unique<EvaluationCache>();
+  const PodRequirements req = *RequirementsOf(MakePod().Name("p").Gpus(2).Obj());
+  auto snapshot = cluster.state().Snapshot();
+  const std::vector<size_t> positions = PositionsOf(*snapshot, names);
+  Evaluations kept;
+  {
+    PodEvaluator evaluator(req, cluster.shared_preset(), *cache);
+    kept = evaluator.EvaluateAt(*snapshot, positions);
+  }
+  // Many changes to n0 make the table drop what it held (compaction), then the cache goes.
+  for (int i = 0; i < 200; ++i) {
+    cluster.Add(MakePod()
+                    .Name("x" + std::to_string(i))
+                    .Gpus(1)
+                    .OnNode("n0")
+                    .Assigned(std::to_string(i % 8))
+                    .Obj());
+    cluster.Add(MakePod().Name("x" + std::to_string(i)).Gpus(1).Phase(PodPhase::kSucceeded).Obj());
+    PodEvaluator again(req, cluster.shared_preset(), *cache);
+    (void)again.EvaluateAt(*cluster.state().Snapshot(), positions);
+  }
+  cache.reset();
+  // Still readable (ASan would flag a use after free) and still the answer for that snapshot.
+  ExpectSameAsEvaluateNode(kept.per_node, *snapshot, positions, req, cluster.preset());
+}
+
+TEST(ShapeTableTest, KeepsTablesForTheMostRecentlyUsedShapesOnly) {
+  EvaluationCache cache;
+  std::vector<std::shared_ptr<ShapeTable>> tables;
+  for (uint64_t s = 0; s < EvaluationCache::kShapeTables; ++s)
+    tables.push_back(cache.Table(s, PodRequirements{}, nullptr));
+  EXPECT_EQ(cache.Table(0, PodRequirements{}, nullptr),
+            tables[0]);                                // shape 0 is now the most recent
+  (void)cache.Table(100, PodRequirements{}, nullptr);  // evicts shape 1, the least recently used
+  EXPECT_EQ(cache.Table(0, PodRequirements{}, nullptr), tables[0]);
+  EXPECT_NE(cache.Table(1, PodRequirements{}, nullptr), tables[1]);
+}
+
+}  // namespace
+}  // namespace gputopo::evaluation
