@@ -462,7 +462,7 @@ class DevicePlugin::Impl {
     for (size_t i = 0; i < kAdmissionResults.size(); ++i) {
       if (kAdmissionResults[i].first == record.identification.verdict &&
           admissions_by_result_[i] != nullptr) {
-        admissions_by_result_[i]->Inc();
+        admissions_by_result_[i]->Increment();
       }
     }
     std::lock_guard<std::mutex> lock(mu_);

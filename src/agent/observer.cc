@@ -69,7 +69,7 @@ ObserverPass Observer::RunOnce() {
   const bool unchanged =
       devices.ok() && settled_ && *settled_ == *devices && now - settled_at_ < options_.resync;
   if (unchanged) {
-    polls_.WithLabels({"unchanged"}).Inc();
+    polls_.WithLabels({"unchanged"}).Increment();
     pass.pods_listed = static_cast<int>(devices->size());
     return pass;  // ready as before: the pods were listed and annotated for this very answer
   }
@@ -77,7 +77,7 @@ ObserverPass Observer::RunOnce() {
       devices.ok() ? PodsOnNode() : Result<std::vector<PodInfo>>(devices.status());
   if (!pods.ok() || !devices.ok()) {
     pass.status = devices.ok() ? pods.status() : devices.status();
-    polls_.WithLabels({devices.ok() ? "api_error" : "podresources_error"}).Inc();
+    polls_.WithLabels({devices.ok() ? "api_error" : "podresources_error"}).Increment();
     settled_.reset();
     if (ready_.exchange(false) || passes_.load() == 1) {
       spdlog::warn("observe: not ready: {}", pass.status.message());
@@ -88,7 +88,7 @@ ObserverPass Observer::RunOnce() {
     return pass;
   }
   pass.listed_pods = true;
-  polls_.WithLabels({"ok"}).Inc();
+  polls_.WithLabels({"ok"}).Increment();
   if (!ready_.exchange(true)) spdlog::info("observe: ready (node {})", options_.node_name);
   ready_gauge_.Set(1);
   {
@@ -108,12 +108,12 @@ ObserverPass Observer::RunOnce() {
         kube_.AnnotatePod(observed.pod, "", kAnnotationObservedGpus, observed.value);
     if (written.ok()) {
       ++pass.writes;
-      writes_.WithLabels({"ok"}).Inc();
+      writes_.WithLabels({"ok"}).Increment();
       spdlog::info("observe: pod {} holds GPUs {} (was \"{}\")", observed.pod.Key(), observed.value,
                    observed.current);
     } else {
       ++pass.write_failures;
-      writes_.WithLabels({"error"}).Inc();
+      writes_.WithLabels({"error"}).Increment();
       spdlog::warn("observe: writing {} on pod {}: {} (again at the next pass)",
                    kAnnotationObservedGpus, observed.pod.Key(), written.message());
     }

@@ -87,13 +87,19 @@ class App {
   void OnGpuMismatch(const PodInfo& pod);
   App(const AppOptions& options, const Clock& clock);
 
-  // Add state and cache collectors; called once the parts exist.
+  // Add the collectors of the parts (metric_collectors.h); called once the parts exist.
   void RegisterCollectors();
 
   const Clock& clock_;
   const std::chrono::milliseconds grace_period_;
-  observability::MetricsRegistry metrics_;   // outlives everything below that records into it
-  std::atomic<uint64_t> gpu_mismatches_{0};  // OnGpuMismatch calls
+  observability::MetricsRegistry metrics_;  // outlives everything below that records into it
+  // OnGpuMismatch calls.
+  observability::Counter& gpu_mismatches_ =
+      metrics_
+          .RegisterCounter("gputopo_gpu_mismatches_total",
+                           "Pods the node agent saw on other GPUs than gputopo assigned "
+                           "(gputopo.io/observed-gpus differs from gputopo.io/assigned-gpus).")
+          .WithLabels({});
   topology::ShapeInterner interner_;
   topology::ProfileCatalog profiles_{interner_};
   topology::TopologyResolver resolver_{profiles_, interner_};

@@ -44,14 +44,14 @@ RequestMetrics::RequestMetrics(observability::MetricsRegistry& registry)
 
 void RequestMetrics::Request(Verb verb, RequestResult result, std::chrono::nanoseconds took) {
   const auto v = static_cast<size_t>(verb);
-  requests_[v][static_cast<size_t>(result)]->Inc();
-  durations_[v]->ObserveDuration(took);
+  requests_[v][static_cast<size_t>(result)]->Increment();
+  durations_[v]->Observe(std::chrono::duration<double>(took).count());
 }
 
 void RequestMetrics::FilterNodes(size_t passed, size_t failed, size_t unresolvable) {
-  filter_nodes_[0]->Inc(static_cast<double>(passed));
-  filter_nodes_[1]->Inc(static_cast<double>(failed));
-  filter_nodes_[2]->Inc(static_cast<double>(unresolvable));
+  filter_nodes_[0]->Increment(static_cast<double>(passed));
+  filter_nodes_[1]->Increment(static_cast<double>(failed));
+  filter_nodes_[2]->Increment(static_cast<double>(unresolvable));
 }
 
 void RequestMetrics::FilterFailures(const std::map<std::string, size_t>& by_reason) {
@@ -59,14 +59,14 @@ void RequestMetrics::FilterFailures(const std::map<std::string, size_t>& by_reas
   for (const auto& [reason, count] : by_reason) {
     std::string_view label = reason;
     if (label.starts_with(kPrefix)) label.remove_prefix(kPrefix.size());
-    failures_.WithLabels({label}).Inc(static_cast<double>(count));
+    failures_.WithLabels({label}).Increment(static_cast<double>(count));
   }
 }
 
 void RequestMetrics::Bind(StatusCode code) {
   binds_
       .WithLabels({code == StatusCode::kOk ? std::string("ok") : std::string(StatusCodeName(code))})
-      .Inc();
+      .Increment();
 }
 
 }  // namespace gputopo::http

@@ -1,553 +1,226 @@
 #include "src/observability/metrics.h"
 
+#include <prometheus/check_names.h>
+#include <prometheus/text_serializer.h>
+
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <limits>
-#include <type_traits>
 #include <utility>
 
 namespace gputopo::observability {
 namespace {
 
-constexpr std::string_view kCounterSuffix = "_total";
-constexpr std::array<std::string_view, 3> kHistogramSuffixes = {"_bucket", "_sum", "_count"};
-
-// A registration or WithLabels() mistake: see "Registration errors" in the header.
-[[noreturn]] void Die(std::string_view what) {
-  std::fprintf(stderr, "gputopo metrics: fatal programming error: %.*s\n",
-               static_cast<int>(what.size()), what.data());
+[[noreturn]] void Die(std::string_view what, std::string_view name) {
+  std::fprintf(stderr, "metrics: %.*s: %.*s\n", static_cast<int>(what.size()), what.data(),
+               static_cast<int>(name.size()), name.data());
   std::abort();
 }
 
-bool IsNameStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
-// Label values: backslash, double quote and line feed are escaped.
-void AppendLabelValue(std::string_view value, std::string& out) {
-  for (char c : value) {
-    switch (c) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '"':
-        out += "\\\"";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        out += c;
-    }
-  }
+// prometheus-cpp 1.0 writes HELP text as it is, so a backslash or a newline in it would break the
+// exposition (Prometheus's parser takes `\\` and `\n` there as escapes and nothing else).
+bool IsPlainHelp(std::string_view help) {
+  return help.find_first_of("\\\n") == std::string_view::npos;
 }
 
-// HELP text: backslash and line feed are escaped.
-void AppendHelp(std::string_view help, std::string& out) {
-  for (char c : help) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-// Shortest round-trip digits, in fixed notation for exponents -5..20 ("0.0001", "0.25", "10",
-// "1000000") and scientific beyond ("1e-07", "1e+21"): readable, stable `le` labels, and all of
-// it accepted by Prometheus (Go's ParseFloat).
-void AppendDouble(double value, std::string& out) {
-  if (std::isnan(value)) {
-    out += "NaN";
-    return;
-  }
-  if (std::isinf(value)) {
-    out += value > 0 ? "+Inf" : "-Inf";
-    return;
-  }
-  char buffer[64];
-  auto [end, ec] =
-      std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::scientific);
-  if (ec != std::errc()) return;
-  const char* e = std::find(buffer, end, 'e');
-  int exponent = 0;
-  if (e != end) std::from_chars(e + 1 + (e[1] == '+'), end, exponent);
-  if (exponent >= -5 && exponent <= 20) {
-    auto fixed = std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::fixed);
-    if (fixed.ec != std::errc()) return;
-    end = fixed.ptr;
-  }
-  out.append(buffer, end);
+prometheus::Labels LabelsOf(const std::vector<std::string>& names,
+                            std::span<const std::string_view> values, std::string_view family) {
+  if (values.size() != names.size()) Die("wrong number of label values for", family);
+  prometheus::Labels labels;
+  for (size_t i = 0; i < names.size(); ++i) labels.emplace(names[i], std::string(values[i]));
+  return labels;
 }
 
-void AppendUint(uint64_t value, std::string& out) {
-  char buffer[24];
-  auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  out.append(buffer, ec == std::errc() ? end : buffer);
-}
-
-std::string FormatDouble(double value) {
-  std::string out;
-  AppendDouble(value, out);
-  return out;
-}
-
-// `name{labels} value\n`, or `name value\n` without labels. `extra` is one more label
-// (`le="..."`), appended after `labels`.
-void AppendSample(std::string_view name, std::string_view suffix, std::string_view labels,
-                  std::string_view extra, std::string& out) {
-  out.append(name).append(suffix);
-  if (!labels.empty() || !extra.empty()) {
-    out += '{';
-    out.append(labels);
-    if (!labels.empty() && !extra.empty()) out += ',';
-    out.append(extra);
-    out += '}';
-  }
-  out += ' ';
-}
-
-void AppendHeader(std::string_view name, std::string_view help, MetricType type, std::string& out) {
-  out.append("# HELP ").append(name).append(" ");
-  AppendHelp(help, out);
-  out.append("\n# TYPE ").append(name).append(" ").append(MetricTypeName(type)).append("\n");
-}
-
-template <typename A, typename B>
-bool LexicographicLess(std::span<A> a, std::span<B> b) {
-  return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(),
-                                      [](std::string_view x, std::string_view y) { return x < y; });
-}
-
-Status CheckLabelNames(const std::vector<std::string>& names, MetricType type) {
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (!IsValidLabelName(names[i])) {
-      return InvalidArgument("invalid label name \"" + names[i] + "\"");
-    }
-    if (type == MetricType::kHistogram && names[i] == "le") {
-      return InvalidArgument("the label name \"le\" is reserved for histogram buckets");
-    }
-    for (size_t j = 0; j < i; ++j) {
-      if (names[i] == names[j]) return InvalidArgument("repeated label name \"" + names[i] + "\"");
-    }
-  }
-  return Status::Ok();
-}
-
-Result<std::vector<double>> CheckBounds(std::span<const double> bounds) {
-  std::vector<double> out(bounds.begin(), bounds.end());
-  if (!out.empty() && out.back() == std::numeric_limits<double>::infinity()) out.pop_back();
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (!std::isfinite(out[i])) {
-      return InvalidArgument("bucket bound " + FormatDouble(out[i]) + " is not finite");
-    }
-    if (i > 0 && !(out[i - 1] < out[i])) {
-      return InvalidArgument("bucket bounds are not strictly increasing at " +
-                             FormatDouble(out[i]));
-    }
-  }
-  return out;
-}
-
-// The sample names a family exposes.
-std::vector<std::string> SampleNames(std::string_view name, MetricType type) {
-  std::vector<std::string> names;
-  if (type == MetricType::kHistogram) {
-    for (std::string_view suffix : kHistogramSuffixes) {
-      names.push_back(std::string(name) + std::string(suffix));
-    }
-  } else {
-    names.emplace_back(name);
-  }
-  return names;
-}
-
-std::vector<std::string> LeTexts(std::span<const double> bounds) {
-  std::vector<std::string> texts;
-  texts.reserve(bounds.size() + 1);
-  for (double bound : bounds) {
-    std::string text = "le=\"";
-    AppendDouble(bound, text);
-    text += '"';
-    texts.push_back(std::move(text));
-  }
-  texts.push_back("le=\"+Inf\"");
-  return texts;
+// Samples in label order, so that a render is the same whatever order children were made in.
+void SortSamples(prometheus::MetricFamily& family) {
+  for (prometheus::ClientMetric& m : family.metric) std::sort(m.label.begin(), m.label.end());
+  std::stable_sort(family.metric.begin(), family.metric.end(),
+                   [](const prometheus::ClientMetric& a, const prometheus::ClientMetric& b) {
+                     return a.label < b.label;
+                   });
 }
 
 }  // namespace
 
-bool IsValidMetricName(std::string_view name) {
-  if (name.empty() || !(IsNameStart(name[0]) || name[0] == ':')) return false;
-  return std::all_of(name.begin(), name.end(),
-                     [](char c) { return IsNameStart(c) || IsDigit(c) || c == ':'; });
-}
-
-bool IsValidLabelName(std::string_view name) {
-  if (name.empty() || !IsNameStart(name[0]) || name.starts_with("__")) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) { return IsNameStart(c) || IsDigit(c); });
-}
-
-std::string_view MetricTypeName(MetricType type) {
-  switch (type) {
-    case MetricType::kCounter:
-      return "counter";
-    case MetricType::kGauge:
-      return "gauge";
-    case MetricType::kHistogram:
-      return "histogram";
-  }
-  return "untyped";
-}
-
-// --- Histogram ---
-
-Histogram::Histogram(std::span<const double> bounds)
-    : bounds_(bounds), buckets_(std::make_unique<std::atomic<uint64_t>[]>(bounds.size() + 1)) {}
-
-void Histogram::Observe(double value) {
-  if (std::isnan(value)) return;
-  // The first bound >= value: buckets are inclusive upper bounds; past the end is +Inf.
-  const size_t index = static_cast<size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), value) -
-                                           bounds_.begin());
-  buckets_[index].fetch_add(1, std::memory_order_relaxed);
-  sum_.fetch_add(value, std::memory_order_relaxed);
-}
-
-Histogram::Snapshot Histogram::Read() const {
-  Snapshot snapshot;
-  snapshot.cumulative.reserve(bounds_.size() + 1);
-  uint64_t total = 0;
-  for (size_t i = 0; i <= bounds_.size(); ++i) {
-    total += buckets_[i].load(std::memory_order_relaxed);
-    snapshot.cumulative.push_back(total);
-  }
-  snapshot.count = total;
-  snapshot.sum = sum_.load(std::memory_order_relaxed);
-  return snapshot;
-}
-
-// --- Families ---
-
-namespace internal {
-
-FamilyBase::FamilyBase(std::string name, std::string help, MetricType type,
-                       std::vector<std::string> label_names)
-    : name_(std::move(name)),
-      help_(std::move(help)),
-      type_(type),
-      label_names_(std::move(label_names)) {}
-
-std::string FamilyBase::LabelText(std::span<const std::string> values) const {
-  std::string text;
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) text += ',';
-    text.append(label_names_[i]).append("=\"");
-    AppendLabelValue(values[i], text);
-    text += '"';
-  }
-  return text;
-}
-
-bool LabelValuesLess::operator()(std::span<const std::string> a,
-                                 std::span<const std::string> b) const {
-  return LexicographicLess(a, b);
-}
-bool LabelValuesLess::operator()(std::span<const std::string> a,
-                                 std::span<const std::string_view> b) const {
-  return LexicographicLess(a, b);
-}
-bool LabelValuesLess::operator()(std::span<const std::string_view> a,
-                                 std::span<const std::string> b) const {
-  return LexicographicLess(a, b);
-}
-
-}  // namespace internal
-
-template <typename Child>
-MetricFamily<Child>::MetricFamily(std::string name, std::string help, MetricType type,
-                                  std::vector<std::string> label_names, std::vector<double> bounds)
-    : FamilyBase(std::move(name), std::move(help), type, std::move(label_names)),
-      bounds_(std::move(bounds)),
-      le_text_(type == MetricType::kHistogram ? LeTexts(bounds_) : std::vector<std::string>()) {}
-
 template <typename Child>
 Child& MetricFamily<Child>::WithLabels(std::span<const std::string_view> values) {
-  return FindOrCreate(values);
+  const prometheus::Labels labels = LabelsOf(label_names_, values, family_.GetName());
+  if constexpr (std::is_same_v<Child, Histogram>) {
+    return family_.Add(labels, prometheus::Histogram::BucketBoundaries(bounds_));
+  } else {
+    return family_.Add(labels);
+  }
 }
 
 template <typename Child>
 Child& MetricFamily<Child>::WithLabels(const std::vector<std::string>& values) {
-  return FindOrCreate(std::span<const std::string>(values));
-}
-
-template <typename Child>
-template <typename Values>
-Child& MetricFamily<Child>::FindOrCreate(const Values& values) {
-  if (values.size() != label_names().size()) {
-    Die("metric " + name() + " has " + std::to_string(label_names().size()) +
-        " label(s) but WithLabels() got " + std::to_string(values.size()) + " value(s)");
-  }
-  {
-    std::shared_lock lock(mutex_);
-    auto it = children_.find(values);
-    if (it != children_.end()) return *it->second.child;
-  }
-  std::vector<std::string> key(values.begin(), values.end());
-  std::string label_text = LabelText(key);
-  std::unique_lock lock(mutex_);
-  auto [it, inserted] = children_.try_emplace(std::move(key));
-  if (inserted) {
-    it->second.label_text = std::move(label_text);
-    if constexpr (std::is_same_v<Child, Histogram>) {
-      it->second.child.reset(new Histogram(bounds_));
-    } else {
-      it->second.child.reset(new Child());
-    }
-  }
-  return *it->second.child;
-}
-
-template <typename Child>
-bool MetricFamily<Child>::RenderSamples(std::string& out) const {
-  std::shared_lock lock(mutex_);
-  if (children_.empty()) return false;
-  for (const auto& [values, entry] : children_) {
-    if constexpr (std::is_same_v<Child, Histogram>) {
-      const Histogram::Snapshot snapshot = entry.child->Read();
-      for (size_t i = 0; i < snapshot.cumulative.size(); ++i) {
-        AppendSample(name(), "_bucket", entry.label_text, le_text_[i], out);
-        AppendUint(snapshot.cumulative[i], out);
-        out += '\n';
-      }
-      AppendSample(name(), "_sum", entry.label_text, {}, out);
-      AppendDouble(snapshot.sum, out);
-      out += '\n';
-      AppendSample(name(), "_count", entry.label_text, {}, out);
-      AppendUint(snapshot.count, out);
-      out += '\n';
-    } else {
-      AppendSample(name(), {}, entry.label_text, {}, out);
-      AppendDouble(entry.child->Value(), out);
-      out += '\n';
-    }
-  }
-  return true;
+  std::vector<std::string_view> views(values.begin(), values.end());
+  return WithLabels(std::span<const std::string_view>(views));
 }
 
 template class MetricFamily<Counter>;
 template class MetricFamily<Gauge>;
 template class MetricFamily<Histogram>;
 
-// --- MetricsWriter ---
-
-void MetricsWriter::WriteGauge(std::string_view name, std::string_view help,
-                               std::span<const Label> labels, double value) {
-  Write(MetricType::kGauge, name, help, labels, value);
-}
-
-void MetricsWriter::WriteCounter(std::string_view name, std::string_view help,
-                                 std::span<const Label> labels, double value) {
-  Write(MetricType::kCounter, name, help, labels, value);
-}
-
-void MetricsWriter::Write(MetricType type, std::string_view name, std::string_view help,
-                          std::span<const Label> labels, double value) {
-  auto it = families_.find(name);
-  if (it == families_.end()) {
-    if (!IsValidMetricName(name) ||
-        (type == MetricType::kCounter && !name.ends_with(kCounterSuffix)) ||
-        registry_.IsNameTaken(name)) {
-      ++dropped_;
-      return;
-    }
-  } else if (it->second.type != type) {
-    ++dropped_;
-    return;
-  }
-  std::string text;
-  for (size_t i = 0; i < labels.size(); ++i) {
-    if (!IsValidLabelName(labels[i].name)) {
-      ++dropped_;
-      return;
-    }
-    for (size_t j = 0; j < i; ++j) {
-      if (labels[i].name == labels[j].name) {
-        ++dropped_;
-        return;
-      }
-    }
-    if (i > 0) text += ',';
-    text.append(labels[i].name).append("=\"");
-    AppendLabelValue(labels[i].value, text);
-    text += '"';
-  }
-  if (it == families_.end()) {
-    it = families_.emplace(std::string(name), Family{type, std::string(help), {}}).first;
-  }
-  it->second.samples.emplace_back(std::move(text), value);
-}
-
-// --- MetricsRegistry ---
-
-MetricsRegistry::~MetricsRegistry() = default;
-
-bool MetricsRegistry::IsNameTaken(std::string_view name) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return families_.contains(name) || sample_names_.contains(name);
-}
-
 template <typename Child>
-Result<MetricFamily<Child>*> MetricsRegistry::Register(MetricType type, std::string_view name,
-                                                       std::string_view help,
-                                                       std::vector<std::string> label_names,
-                                                       std::span<const double> bounds) {
-  if (!IsValidMetricName(name)) {
-    return InvalidArgument("invalid metric name \"" + std::string(name) + "\"");
+MetricFamily<Child>& MetricsRegistry::Register(prometheus::MetricType type, std::string_view name,
+                                               std::string_view help,
+                                               std::vector<std::string> label_names,
+                                               std::vector<double> bounds) {
+  if (!prometheus::CheckMetricName(std::string(name))) Die("invalid metric name", name);
+  if (!IsPlainHelp(help)) Die("help text with a backslash or a newline", name);
+  if (type == prometheus::MetricType::Counter && !EndsWith(name, "_total")) {
+    Die("a counter's name must end in _total", name);
   }
-  if (type == MetricType::kCounter && !name.ends_with(kCounterSuffix)) {
-    return InvalidArgument("counter name \"" + std::string(name) + "\" does not end in _total");
+  for (const std::string& label : label_names) {
+    if (!prometheus::CheckLabelName(label) ||
+        (type == prometheus::MetricType::Histogram && label == "le")) {
+      Die("invalid label name", label);
+    }
   }
-  if (Status s = CheckLabelNames(label_names, type); !s.ok()) {
-    return s.WithContext("metric " + std::string(name));
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    if (!std::isfinite(bounds[i]) || (i > 0 && !(bounds[i] > bounds[i - 1]))) {
+      Die("bucket bounds must be finite and increasing", name);
+    }
   }
-  std::vector<double> checked_bounds;
-  if (type == MetricType::kHistogram) {
-    Result<std::vector<double>> checked = CheckBounds(bounds);
-    if (!checked.ok()) return checked.status().WithContext("histogram " + std::string(name));
-    checked_bounds = std::move(checked).value();
-  }
-
   std::lock_guard<std::mutex> lock(mutex_);
-  if (auto it = families_.find(name); it != families_.end()) {
-    internal::FamilyBase& existing = *it->second;
-    if (existing.type() != type) {
-      return Status(StatusCode::kAlreadyExists, "metric " + std::string(name) +
-                                                    " is registered as a " +
-                                                    std::string(MetricTypeName(existing.type())));
+  if (auto it = registered_.find(name); it != registered_.end()) {
+    if (it->second.type != type || it->second.label_names != label_names ||
+        it->second.bounds != bounds) {
+      Die("registered again with another type, labels or buckets", name);
     }
-    auto& family = static_cast<MetricFamily<Child>&>(existing);
-    if (family.label_names() != label_names) {
-      return Status(StatusCode::kAlreadyExists,
-                    "metric " + std::string(name) + " is registered with other label names");
-    }
-    if (!std::equal(family.bounds().begin(), family.bounds().end(), checked_bounds.begin(),
-                    checked_bounds.end())) {
-      return Status(StatusCode::kAlreadyExists,
-                    "histogram " + std::string(name) + " is registered with other bucket bounds");
-    }
-    return &family;
+    return *static_cast<MetricFamily<Child>*>(it->second.family.get());
   }
-  std::vector<std::string> sample_names = SampleNames(name, type);
-  for (const std::string& sample_name : sample_names) {
-    if (sample_names_.contains(sample_name) || families_.contains(sample_name)) {
-      return Status(StatusCode::kAlreadyExists, "metric " + std::string(name) +
-                                                    ": the sample name " + sample_name +
-                                                    " is used by another family");
-    }
+  std::vector<std::string> samples = {std::string(name)};
+  if (type == prometheus::MetricType::Histogram) {
+    samples = {std::string(name) + "_bucket", std::string(name) + "_sum",
+               std::string(name) + "_count", std::string(name)};
   }
-  const bool unlabelled = label_names.empty();
-  auto* family = new MetricFamily<Child>(std::string(name), std::string(help), type,
-                                         std::move(label_names), std::move(checked_bounds));
-  families_.emplace(std::string(name), std::unique_ptr<internal::FamilyBase>(family));
-  sample_names_.insert(std::make_move_iterator(sample_names.begin()),
-                       std::make_move_iterator(sample_names.end()));
-  if (unlabelled) family->WithLabels({});
-  return family;
-}
-
-Result<CounterFamily*> MetricsRegistry::TryRegisterCounter(std::string_view name,
-                                                           std::string_view help,
-                                                           std::vector<std::string> label_names) {
-  return Register<Counter>(MetricType::kCounter, name, help, std::move(label_names), {});
-}
-
-Result<GaugeFamily*> MetricsRegistry::TryRegisterGauge(std::string_view name, std::string_view help,
-                                                       std::vector<std::string> label_names) {
-  return Register<Gauge>(MetricType::kGauge, name, help, std::move(label_names), {});
-}
-
-Result<HistogramFamily*> MetricsRegistry::TryRegisterHistogram(std::string_view name,
-                                                               std::string_view help,
-                                                               std::vector<std::string> label_names,
-                                                               std::span<const double> bounds) {
-  return Register<Histogram>(MetricType::kHistogram, name, help, std::move(label_names), bounds);
+  for (const std::string& sample : samples) {
+    if (taken_.contains(sample)) Die("name already used by another family", sample);
+  }
+  prometheus::Family<Child>* family = nullptr;
+  if constexpr (std::is_same_v<Child, Counter>) {
+    family = &prometheus::BuildCounter()
+                  .Name(std::string(name))
+                  .Help(std::string(help))
+                  .Register(registry_);
+  } else if constexpr (std::is_same_v<Child, Gauge>) {
+    family = &prometheus::BuildGauge()
+                  .Name(std::string(name))
+                  .Help(std::string(help))
+                  .Register(registry_);
+  } else {
+    family = &prometheus::BuildHistogram()
+                  .Name(std::string(name))
+                  .Help(std::string(help))
+                  .Register(registry_);
+  }
+  auto wrapper = std::shared_ptr<MetricFamily<Child>>(
+      new MetricFamily<Child>(*family, std::move(label_names), std::move(bounds)));
+  if (wrapper->label_names().empty()) (void)wrapper->WithLabels({});  // renders 0 at once
+  for (const std::string& sample : samples) taken_.emplace(sample, type);
+  registered_.emplace(std::string(name),
+                      Registered{type, wrapper->label_names(), wrapper->bounds_, wrapper});
+  return *wrapper;
 }
 
 CounterFamily& MetricsRegistry::RegisterCounter(std::string_view name, std::string_view help,
                                                 std::vector<std::string> label_names) {
-  Result<CounterFamily*> family = TryRegisterCounter(name, help, std::move(label_names));
-  if (!family.ok()) Die(family.status().ToString());
-  return **family;
+  return Register<Counter>(prometheus::MetricType::Counter, name, help, std::move(label_names), {});
 }
 
 GaugeFamily& MetricsRegistry::RegisterGauge(std::string_view name, std::string_view help,
                                             std::vector<std::string> label_names) {
-  Result<GaugeFamily*> family = TryRegisterGauge(name, help, std::move(label_names));
-  if (!family.ok()) Die(family.status().ToString());
-  return **family;
+  return Register<Gauge>(prometheus::MetricType::Gauge, name, help, std::move(label_names), {});
 }
 
 HistogramFamily& MetricsRegistry::RegisterHistogram(std::string_view name, std::string_view help,
                                                     std::vector<std::string> label_names,
                                                     std::span<const double> bounds) {
-  Result<HistogramFamily*> family =
-      TryRegisterHistogram(name, help, std::move(label_names), bounds);
-  if (!family.ok()) Die(family.status().ToString());
-  return **family;
+  std::vector<double> kept(bounds.begin(), bounds.end());
+  if (!kept.empty() && std::isinf(kept.back()) && kept.back() > 0) kept.pop_back();
+  return Register<Histogram>(prometheus::MetricType::Histogram, name, help, std::move(label_names),
+                             std::move(kept));
 }
 
 void MetricsRegistry::AddCollector(Collector collector) {
-  if (!collector) return;
   std::lock_guard<std::mutex> lock(mutex_);
   collectors_.push_back(std::move(collector));
 }
 
+void MetricsWriter::Write(prometheus::MetricType type, std::string_view name, std::string_view help,
+                          std::span<const Label> labels, double value) {
+  bool valid = prometheus::CheckMetricName(std::string(name)) && !taken_.contains(name) &&
+               IsPlainHelp(help) &&
+               (type != prometheus::MetricType::Counter || EndsWith(name, "_total"));
+  for (size_t i = 0; i < labels.size(); ++i) {
+    valid = valid && prometheus::CheckLabelName(std::string(labels[i].name));
+    for (size_t j = 0; j < i; ++j) valid = valid && labels[j].name != labels[i].name;
+  }
+  auto it = families_.find(name);
+  if (valid && it != families_.end() && it->second.type != type) valid = false;
+  if (!valid) {
+    ++dropped_;
+    return;
+  }
+  if (it == families_.end()) {
+    prometheus::MetricFamily family;
+    family.name = std::string(name);
+    family.help = std::string(help);
+    family.type = type;
+    it = families_.emplace(std::string(name), std::move(family)).first;
+  }
+  prometheus::ClientMetric sample;
+  for (const Label& label : labels) {
+    sample.label.push_back({std::string(label.name), std::string(label.value)});
+  }
+  std::sort(sample.label.begin(), sample.label.end());
+  for (const prometheus::ClientMetric& earlier : it->second.metric) {
+    if (earlier.label == sample.label) return;  // a repeated label set keeps its first value
+  }
+  if (type == prometheus::MetricType::Counter) {
+    sample.counter.value = value;
+  } else {
+    sample.gauge.value = value;
+  }
+  it->second.metric.push_back(std::move(sample));
+}
+
+void MetricsWriter::WriteGauge(std::string_view name, std::string_view help,
+                               std::span<const Label> labels, double value) {
+  Write(prometheus::MetricType::Gauge, name, help, labels, value);
+}
+
+void MetricsWriter::WriteCounter(std::string_view name, std::string_view help,
+                                 std::span<const Label> labels, double value) {
+  Write(prometheus::MetricType::Counter, name, help, labels, value);
+}
+
 std::string MetricsRegistry::Render() const {
   std::vector<Collector> collectors;
+  std::map<std::string, prometheus::MetricType, std::less<>> taken;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     collectors = collectors_;
+    taken = taken_;
   }
-  MetricsWriter writer(*this);
+  MetricsWriter writer(taken);
   for (const Collector& collector : collectors) collector(writer);
-
-  std::string out;
-  out.reserve(4096);
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto registered = families_.begin();
-  auto collected = writer.families_.begin();
-  while (registered != families_.end() || collected != writer.families_.end()) {
-    if (collected == writer.families_.end() ||
-        (registered != families_.end() && registered->first < collected->first)) {
-      const internal::FamilyBase& family = *registered->second;
-      const size_t start = out.size();
-      AppendHeader(family.name(), family.help(), family.type(), out);
-      if (!family.RenderSamples(out)) out.resize(start);
-      ++registered;
-      continue;
-    }
-    auto& [name, family] = *collected;
-    ++collected;
-    // Registered during the collectors' run: the registered family wins.
-    if (families_.contains(name) || sample_names_.contains(name)) continue;
-    // Sorted by labels; a repeated label set keeps its first value.
-    std::stable_sort(family.samples.begin(), family.samples.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    AppendHeader(name, family.help, family.type, out);
-    for (size_t i = 0; i < family.samples.size(); ++i) {
-      const auto& [labels, value] = family.samples[i];
-      if (i > 0 && family.samples[i - 1].first == labels) continue;
-      AppendSample(name, {}, labels, {}, out);
-      AppendDouble(value, out);
-      out += '\n';
-    }
-  }
-  return out;
+  std::vector<prometheus::MetricFamily> families = registry_.Collect();
+  for (auto& [name, family] : writer.families_) families.push_back(std::move(family));
+  std::erase_if(families, [](const prometheus::MetricFamily& f) { return f.metric.empty(); });
+  for (prometheus::MetricFamily& family : families) SortSamples(family);
+  std::sort(families.begin(), families.end(),
+            [](const prometheus::MetricFamily& a, const prometheus::MetricFamily& b) {
+              return a.name < b.name;
+            });
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 }  // namespace gputopo::observability

@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "test/src/server_fixture.h"
 
@@ -27,14 +29,34 @@ class MetricsTest : public ServerTest {
     EXPECT_EQ(res->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
     return res->body;
   }
-  // The value of the sample whose name and labels are exactly `series`, e.g.
+  // `series` with its labels in name order (the exposition's order is free; values here hold
+  // no `",`).
+  static std::string Canonical(const std::string& series) {
+    const size_t brace = series.find('{');
+    if (brace == std::string::npos) return series;
+    std::vector<std::string> labels;
+    const std::string inner = series.substr(brace + 1, series.size() - brace - 2);
+    for (size_t at = 0; at < inner.size();) {
+      size_t end = inner.find("\",", at);
+      end = end == std::string::npos ? inner.size() : end + 1;
+      labels.push_back(inner.substr(at, end - at));
+      at = end + 1;
+    }
+    std::sort(labels.begin(), labels.end());
+    std::string out = series.substr(0, brace) + "{";
+    for (size_t i = 0; i < labels.size(); ++i) out += (i ? "," : "") + labels[i];
+    return out + "}";
+  }
+  // The value of the sample whose name and labels are exactly `series` (in any order), e.g.
   // gputopo_binds_total{result="ok"}; nullopt when absent.
   static std::optional<double> Sample(const std::string& text, const std::string& series) {
+    const std::string want = Canonical(series);
     std::istringstream lines(text);
     for (std::string line; std::getline(lines, line);) {
-      if (line.size() > series.size() && line.compare(0, series.size(), series) == 0 &&
-          line[series.size()] == ' ') {
-        return std::stod(line.substr(series.size() + 1));
+      if (line.empty() || line[0] == '#') continue;
+      const size_t space = line.rfind(' ');
+      if (space != std::string::npos && Canonical(line.substr(0, space)) == want) {
+        return std::stod(line.substr(space + 1));
       }
     }
     return std::nullopt;
