@@ -10,7 +10,7 @@
 #include "gputopo/well_known.h"
 #include "src/app/app.h"
 #include "src/app/system_clock.h"
-#include "src/extender/extender_codec.h"
+#include "src/codec/extender_codec.h"
 
 namespace gputopo::bench {
 namespace {

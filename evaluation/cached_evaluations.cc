@@ -1,6 +1,7 @@
 #include "evaluation/cached_evaluations.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "evaluation/pod_evaluator.h"
 
@@ -20,14 +21,22 @@ bool CachedEvaluations::Reuse(const EvaluationQuery& query, uint64_t shape_id,
     }
   }
   if (call == nullptr || call->generation != query.snapshot.generation() ||
-      call->shape_id != shape_id || call->group != query.pod.group) {
+      call->shape_id != shape_id || call->group != query.pod.group ||
+      query.snapshot.name_index() == nullptr) {
     return false;
   }
-  out.per_node.resize(query.positions.size());
+  const policies::FlatNameIndex& names = *query.snapshot.name_index();
+  out.positions.resize(query.candidates.size());
+  out.per_node.resize(query.candidates.size());
   size_t j = 0;
-  for (size_t i = 0; i < query.positions.size(); ++i) {
-    while (j < call->positions.size() && call->positions[j] != query.positions[i]) ++j;
+  for (size_t i = 0; i < query.candidates.size(); ++i) {
+    while (j < call->positions.size() &&
+           (call->positions[j] == policies::ClusterSnapshot::kNotFound ||
+            !policies::SameName(names.NameAt(call->positions[j]), query.candidates[i]))) {
+      ++j;
+    }
     if (j == call->positions.size()) return false;
+    out.positions[i] = call->positions[j];
     out.per_node[i] = call->per_node[j++];
   }
   out.lease = call->lease;
@@ -43,7 +52,7 @@ void CachedEvaluations::Remember(const EvaluationQuery& query, uint64_t shape_id
   call->shape_id = shape_id;
   call->group = query.pod.group;
   call->generation = query.snapshot.generation();
-  call->positions = query.positions;
+  call->positions = answers.positions;
   call->per_node = answers.per_node;
   call->lease = answers.lease;
   std::shared_ptr<const RecentCall> dropped;  // freed outside the lock
@@ -60,7 +69,10 @@ Evaluations CachedEvaluations::Evaluate(const EvaluationQuery& query) {
   const uint64_t shape_id = evaluator.shape_id();
   Evaluations out;
   if (Reuse(query, shape_id, out)) return out;
-  out = evaluator.EvaluateAt(query.snapshot, query.positions);
+  std::vector<size_t> positions;
+  query.snapshot.FindIndices(query.candidates, positions);
+  out = evaluator.EvaluateAt(query.snapshot, positions);
+  out.positions = std::move(positions);
   Remember(query, shape_id, out);
   return out;
 }

@@ -5,9 +5,11 @@
 //   node positions, tagged with each node's state version, and node answers by (node version,
 //   pod shape, group GPUs);
 // - the recent calls' answers by pod: a call for the same pod (pod_key), on the same snapshot
-//   generation, with the same pod shape and group, whose positions are a subsequence of the
-//   earlier call's (kube-scheduler's prioritize after its filter: the nodes that passed, in
-//   order) takes the earlier answers as they are;
+//   generation, with the same pod shape and group, whose candidates are a subsequence of the
+//   earlier call's known ones (kube-scheduler's prioritize after its filter: the nodes that
+//   passed, in order) takes the earlier positions and answers as they are; each name is checked
+//   against the snapshot's name at the earlier position, which reads the index's compact name
+//   arena instead of hashing into its table;
 // - Refresh: after a snapshot is published, every recently used table is brought up to date
 //   with it (only the nodes that changed since the table's last refresh, when the snapshots'
 //   name indices are the same), so that the next cycle of each reads instead of evaluating.

@@ -52,15 +52,18 @@ struct EvaluationQuery {
   const policies::PodRequirements& pod;
   const std::shared_ptr<const policies::Preset>& preset;
   const policies::ClusterSnapshot& snapshot;
-  // Candidates: positions in `snapshot` (ClusterSnapshot::kNotFound for an unknown node).
-  const std::vector<size_t>& positions;
+  // The candidate nodes' names, as the request lists them (possibly with names `snapshot`
+  // does not know).
+  const std::vector<std::string_view>& candidates;
   // Identifies the pod across its verbs (namespace/name/uid; may be empty): a prioritize may
-  // reuse the answers of the same pod's filter on the same snapshot.
+  // reuse the answers (and the name lookups) of the same pod's filter on the same snapshot.
   std::string_view pod_key;
 };
 
 struct Evaluations {
-  // Parallel to the query's positions; `evaluation` is null where the node is unknown.
+  // Parallel to the query's candidates: each one's position in the snapshot
+  // (ClusterSnapshot::kNotFound for an unknown name) and evaluation (null where unknown).
+  std::vector<size_t> positions;
   std::vector<policies::EvaluationRef> per_node;
   EvaluationLease lease;   // keeps per_node's evaluations alive
   uint64_t evaluated = 0;  // nodes searched for this answer (the others were found evaluated)

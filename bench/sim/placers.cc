@@ -338,7 +338,7 @@ class GputopoPlacer final : public Placer {
   topology::ShapeInterner interner_;
   topology::ProfileCatalog profiles_{interner_};
   topology::TopologyResolver resolver_{profiles_, interner_};
-  policies::ClusterState state_{resolver_};
+  cluster::ClusterState state_{resolver_};
   std::vector<size_t> index_;  // cluster node -> snapshot position
 };
 

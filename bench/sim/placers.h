@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "bench/sim/sim_cluster.h"
+#include "cluster/cluster_state.h"
 #include "policies/registry/component_registry.h"
-#include "policies/state/cluster_state.h"
 #include "topology/profile_catalog.h"
 #include "topology/shape_interner.h"
 #include "topology/topology_resolver.h"

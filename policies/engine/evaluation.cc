@@ -202,17 +202,7 @@ class CandidateSearch {
 
 }  // namespace
 
-std::string_view VerdictName(Verdict verdict) {
-  switch (verdict) {
-    case Verdict::kFits:
-      return "fits";
-    case Verdict::kUnschedulable:
-      return "unschedulable";
-    case Verdict::kUnresolvable:
-      return "unresolvable";
-  }
-  return "?";
-}
+std::string_view VerdictName(Verdict verdict) { return NameOf(kVerdictNames, verdict); }
 
 NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node,
                             const Preset& preset) {

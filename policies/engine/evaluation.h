@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gputopo/enum_names.h"
 #include "policies/registry/component_registry.h"
 #include "policies/requirements/pod_requirements.h"
 #include "policies/state/cluster_snapshot.h"
@@ -30,6 +31,11 @@ enum class Verdict : uint8_t {
   kUnschedulable,  // does not fit now; may fit when other pods leave
   kUnresolvable,   // does not fit on this node for good (FailedAndUnresolvableNodes)
 };
+inline constexpr EnumNames<Verdict, 3> kVerdictNames = {{
+    {Verdict::kFits, "fits"},
+    {Verdict::kUnschedulable, "unschedulable"},
+    {Verdict::kUnresolvable, "unresolvable"},
+}};
 std::string_view VerdictName(Verdict verdict);
 
 struct ComponentResult {

@@ -5,16 +5,6 @@
 
 namespace gputopo::policies {
 
-std::optional<ScoreNormalization> ParseScoreNormalization(std::string_view name) {
-  if (name == "none") return ScoreNormalization::kNone;
-  if (name == "minmax") return ScoreNormalization::kMinMax;
-  return std::nullopt;
-}
-
-std::string_view ScoreNormalizationName(ScoreNormalization mode) {
-  return mode == ScoreNormalization::kMinMax ? "minmax" : "none";
-}
-
 std::vector<int> NormalizeScores(const std::vector<std::optional<double>>& weighted,
                                  ScoreNormalization mode) {
   std::vector<int> out(weighted.size(), 0);

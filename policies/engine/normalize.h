@@ -9,9 +9,12 @@
 #ifndef GPUTOPO_POLICIES_ENGINE_NORMALIZE_H_
 #define GPUTOPO_POLICIES_ENGINE_NORMALIZE_H_
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 #include <vector>
+
+#include "gputopo/enum_names.h"
 
 namespace gputopo::policies {
 
@@ -20,8 +23,17 @@ enum class ScoreNormalization : uint8_t {
   kMinMax,  // round(10 * (weighted - min) / (max - min)); 10 for all when max == min
 };
 
-std::optional<ScoreNormalization> ParseScoreNormalization(std::string_view name);
-std::string_view ScoreNormalizationName(ScoreNormalization mode);
+// A preset's "normalization" values (enum_names.h).
+inline constexpr EnumNames<ScoreNormalization, 2> kScoreNormalizationNames = {{
+    {ScoreNormalization::kNone, "none"},
+    {ScoreNormalization::kMinMax, "minmax"},
+}};
+inline std::optional<ScoreNormalization> ParseScoreNormalization(std::string_view name) {
+  return ValueOf(kScoreNormalizationNames, name);
+}
+inline std::string_view ScoreNormalizationName(ScoreNormalization mode) {
+  return NameOf(kScoreNormalizationNames, mode);
+}
 
 // One priority per score; nullopt scores (nodes that do not fit) get 0 and do not count for
 // min and max.

@@ -27,34 +27,6 @@ constexpr size_t kMaxGroupLength = 253;
 
 }  // namespace
 
-std::string_view SpreadModeName(SpreadMode mode) {
-  switch (mode) {
-    case SpreadMode::kNone:
-      return "none";
-    case SpreadMode::kPreferred:
-      return "preferred";
-    case SpreadMode::kRequired:
-      return "required";
-  }
-  return "?";
-}
-
-std::string_view LocalityName(Locality locality) {
-  switch (locality) {
-    case Locality::kNone:
-      return "none";
-    case Locality::kNvLink:
-      return "nvlink";
-    case Locality::kNuma:
-      return "numa";
-  }
-  return "?";
-}
-
-std::string_view ConstraintModeName(ConstraintMode mode) {
-  return mode == ConstraintMode::kRequired ? "required" : "preferred";
-}
-
 int PodRequirements::ShareMilli(int replicas) const {
   if (exclusive) return kWholeGpuMilli;
   if (gpu_milli) return *gpu_milli;
@@ -102,32 +74,19 @@ Result<PodRequirements> RequirementsOf(const PodInfo& pod) {
   req.locality = req.gpus > 1 ? Locality::kNvLink : Locality::kNone;
 
   if (auto v = FindAnnotation(pod.annotations, kAnnotationSpread)) {
-    if (*v == "required")
-      req.spread = SpreadMode::kRequired;
-    else if (*v == "preferred")
-      req.spread = SpreadMode::kPreferred;
-    else if (*v == "none")
-      req.spread = SpreadMode::kNone;
-    else
-      return BadAnnotation(kAnnotationSpread, *v, "required, preferred or none");
+    const std::optional<SpreadMode> spread = ValueOf(kSpreadModeNames, *v);
+    if (!spread) return BadAnnotation(kAnnotationSpread, *v, NameList(kSpreadModeNames));
+    req.spread = *spread;
   }
   if (auto v = FindAnnotation(pod.annotations, kAnnotationLocality)) {
-    if (*v == "nvlink")
-      req.locality = Locality::kNvLink;
-    else if (*v == "numa")
-      req.locality = Locality::kNuma;
-    else if (*v == "none")
-      req.locality = Locality::kNone;
-    else
-      return BadAnnotation(kAnnotationLocality, *v, "nvlink, numa or none");
+    const std::optional<Locality> locality = ValueOf(kLocalityNames, *v);
+    if (!locality) return BadAnnotation(kAnnotationLocality, *v, NameList(kLocalityNames));
+    req.locality = *locality;
   }
   if (auto v = FindAnnotation(pod.annotations, kAnnotationLocalityMode)) {
-    if (*v == "required")
-      req.locality_mode = ConstraintMode::kRequired;
-    else if (*v == "preferred")
-      req.locality_mode = ConstraintMode::kPreferred;
-    else
-      return BadAnnotation(kAnnotationLocalityMode, *v, "required or preferred");
+    const std::optional<ConstraintMode> mode = ValueOf(kConstraintModeNames, *v);
+    if (!mode) return BadAnnotation(kAnnotationLocalityMode, *v, NameList(kConstraintModeNames));
+    req.locality_mode = *mode;
   }
   if (auto v = FindAnnotation(pod.annotations, kAnnotationExclusive)) {
     std::optional<bool> b = ParseBool(*v);

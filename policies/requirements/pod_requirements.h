@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 
+#include "gputopo/enum_names.h"
 #include "gputopo/pod_info.h"
 #include "gputopo/status.h"
 
@@ -35,9 +36,26 @@ enum class SpreadMode : uint8_t { kNone, kPreferred, kRequired };
 enum class Locality : uint8_t { kNone, kNvLink, kNuma };
 enum class ConstraintMode : uint8_t { kPreferred, kRequired };
 
-std::string_view SpreadModeName(SpreadMode mode);
-std::string_view LocalityName(Locality locality);
-std::string_view ConstraintModeName(ConstraintMode mode);
+// The annotation values, one table per enum (enum_names.h).
+inline constexpr EnumNames<SpreadMode, 3> kSpreadModeNames = {{
+    {SpreadMode::kRequired, "required"},
+    {SpreadMode::kPreferred, "preferred"},
+    {SpreadMode::kNone, "none"},
+}};
+inline constexpr EnumNames<Locality, 3> kLocalityNames = {{
+    {Locality::kNvLink, "nvlink"},
+    {Locality::kNuma, "numa"},
+    {Locality::kNone, "none"},
+}};
+inline constexpr EnumNames<ConstraintMode, 2> kConstraintModeNames = {{
+    {ConstraintMode::kRequired, "required"},
+    {ConstraintMode::kPreferred, "preferred"},
+}};
+inline std::string_view SpreadModeName(SpreadMode mode) { return NameOf(kSpreadModeNames, mode); }
+inline std::string_view LocalityName(Locality locality) { return NameOf(kLocalityNames, locality); }
+inline std::string_view ConstraintModeName(ConstraintMode mode) {
+  return NameOf(kConstraintModeNames, mode);
+}
 
 struct PodRequirements {
   int gpus = 0;                  // nvidia.com/gpu replicas requested; N > 1 means N distinct GPUs

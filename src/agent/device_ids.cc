@@ -38,17 +38,8 @@ MappedDeviceId Unknown(std::string_view id, std::string why) {
 }  // namespace
 
 std::string_view DeviceIdFormName(DeviceIdForm form) {
-  switch (form) {
-    case DeviceIdForm::kUuid:
-      return "uuid";
-    case DeviceIdForm::kIndex:
-      return "index";
-    case DeviceIdForm::kMig:
-      return "mig";
-    case DeviceIdForm::kUnknown:
-      return "unknown";
-  }
-  return "unknown";
+  const std::string_view name = NameOf(kDeviceIdFormNames, form);
+  return name == "?" ? "unknown" : name;
 }
 
 MappedDeviceId MapDeviceId(std::string_view id, const MachineTopology& topology) {

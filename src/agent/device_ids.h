@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 
+#include "gputopo/enum_names.h"
 #include "gputopo/machine_topology.h"
 
 namespace gputopo::agent {
@@ -29,6 +30,12 @@ enum class DeviceIdForm : uint8_t {
   kUnknown,  // not a form we know
 };
 
+inline constexpr EnumNames<DeviceIdForm, 4> kDeviceIdFormNames = {{
+    {DeviceIdForm::kUuid, "uuid"},
+    {DeviceIdForm::kIndex, "index"},
+    {DeviceIdForm::kMig, "mig"},
+    {DeviceIdForm::kUnknown, "unknown"},
+}};
 std::string_view DeviceIdFormName(DeviceIdForm form);
 
 struct MappedDeviceId {

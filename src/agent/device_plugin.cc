@@ -53,14 +53,6 @@ std::optional<FileId> Identify(const std::string& path) {
                 static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec};
 }
 
-// gputopo_agent_admissions_total's result label, by IdentificationVerdict.
-constexpr std::array<std::pair<IdentificationVerdict, const char*>, 4> kAdmissionResults = {{
-    {IdentificationVerdict::kSteered, "steered"},
-    {IdentificationVerdict::kNoneQualify, "no_pod_qualifies"},
-    {IdentificationVerdict::kAmbiguous, "ambiguous"},
-    {IdentificationVerdict::kNotEnoughReplicas, "not_enough_replicas"},
-}};
-
 std::string Sorted(std::vector<std::string> ids) {
   std::sort(ids.begin(), ids.end());
   std::string out;
@@ -92,8 +84,8 @@ class DevicePlugin::Impl {
           "Container requests kubelet's GetPreferredAllocation asked the agent about, by "
           "result: steered onto gputopo's assigned GPUs, or the agent's own choice and why.",
           {"result"});
-      for (size_t i = 0; i < kAdmissionResults.size(); ++i) {
-        admissions_by_result_[i] = &admissions.WithLabels({kAdmissionResults[i].second});
+      for (size_t i = 0; i < kAdmissionResultLabels.size(); ++i) {
+        admissions_by_result_[i] = &admissions.WithLabels({kAdmissionResultLabels[i].second});
       }
     }
     SetTopologyLocked(std::move(topology));
@@ -459,8 +451,8 @@ class DevicePlugin::Impl {
       spdlog::info("enforce: {} of {} not steered ({}); own choice {}", request.allocation_size,
                    options_.resource_name, record.identification.reason, answer_text);
     }
-    for (size_t i = 0; i < kAdmissionResults.size(); ++i) {
-      if (kAdmissionResults[i].first == record.identification.verdict &&
+    for (size_t i = 0; i < kAdmissionResultLabels.size(); ++i) {
+      if (kAdmissionResultLabels[i].first == record.identification.verdict &&
           admissions_by_result_[i] != nullptr) {
         admissions_by_result_[i]->Increment();
       }
@@ -482,8 +474,8 @@ class DevicePlugin::Impl {
   const std::string kubelet_socket_;
   PodSource& pods_;
   PodResourcesClient* const pod_resources_;
-  // By kAdmissionResults' order; null without a registry.
-  std::array<observability::Counter*, kAdmissionResults.size()> admissions_by_result_{};
+  // By kAdmissionResultLabels' order; null without a registry.
+  std::array<observability::Counter*, kAdmissionResultLabels.size()> admissions_by_result_{};
 
   // Serializes serving, shutting down and registering. Never taken by gRPC handlers.
   std::mutex life_mu_;

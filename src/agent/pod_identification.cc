@@ -7,7 +7,7 @@
 #include <set>
 #include <tuple>
 
-#include "policies/state/cluster_state.h"
+#include "cluster/cluster_state.h"
 #include "src/agent/device_ids.h"
 
 namespace gputopo::agent {
@@ -44,22 +44,12 @@ bool IsAllocated(const BoundPod& pod, const std::string& container,
 }  // namespace
 
 std::string_view IdentificationVerdictName(IdentificationVerdict verdict) {
-  switch (verdict) {
-    case IdentificationVerdict::kSteered:
-      return "steered";
-    case IdentificationVerdict::kNoneQualify:
-      return "no pod qualifies";
-    case IdentificationVerdict::kAmbiguous:
-      return "ambiguous";
-    case IdentificationVerdict::kNotEnoughReplicas:
-      return "not enough replicas";
-  }
-  return "unknown";
+  return NameOf(kIdentificationVerdictNames, verdict);
 }
 
 AssignedGpus ParseAssignedGpus(std::string_view value, const MachineTopology& topology) {
   AssignedGpus out;
-  const std::vector<std::string> items = policies::SplitAssignedGpus(value);
+  const std::vector<std::string> items = cluster::SplitAssignedGpus(value);
   if (items.empty()) {
     out.error = "assigned-gpus is empty";
     return out;

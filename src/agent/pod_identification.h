@@ -34,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gputopo/enum_names.h"
 #include "gputopo/machine_topology.h"
 
 namespace gputopo::agent {
@@ -84,6 +85,19 @@ enum class IdentificationVerdict : uint8_t {
   kNotEnoughReplicas,  // a pod fits, but an assigned GPU has no free replica
 };
 
+// For people (reasons, logs), and for gputopo_agent_admissions_total's result label.
+inline constexpr EnumNames<IdentificationVerdict, 4> kIdentificationVerdictNames = {{
+    {IdentificationVerdict::kSteered, "steered"},
+    {IdentificationVerdict::kNoneQualify, "no pod qualifies"},
+    {IdentificationVerdict::kAmbiguous, "ambiguous"},
+    {IdentificationVerdict::kNotEnoughReplicas, "not enough replicas"},
+}};
+inline constexpr EnumNames<IdentificationVerdict, 4> kAdmissionResultLabels = {{
+    {IdentificationVerdict::kSteered, "steered"},
+    {IdentificationVerdict::kNoneQualify, "no_pod_qualifies"},
+    {IdentificationVerdict::kAmbiguous, "ambiguous"},
+    {IdentificationVerdict::kNotEnoughReplicas, "not_enough_replicas"},
+}};
 std::string_view IdentificationVerdictName(IdentificationVerdict verdict);
 
 struct Identification {

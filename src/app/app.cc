@@ -132,7 +132,7 @@ Result<std::unique_ptr<App>> App::Create(const AppOptions& options, const Clock&
   }
   app->table_refresher_ =
       std::make_unique<service::TableRefresher>(app->evaluations_, &StartBackgroundThread);
-  app->state_ = std::make_unique<policies::ClusterState>(
+  app->state_ = std::make_unique<cluster::ClusterState>(
       app->resolver_, [refresher = app->table_refresher_.get()](const auto& snapshot) {
         refresher->Notify(snapshot);
       });

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "cluster/cluster_state.h"
 #include "evaluation/cached_evaluations.h"
 #include "gputopo/clock.h"
 #include "gputopo/status.h"
 #include "policies/registry/component_registry.h"
-#include "policies/state/cluster_state.h"
 #include "src/http/extender_server.h"
 #include "src/kube/cluster_watcher.h"
 #include "src/kube/kube_client.h"
@@ -78,7 +78,7 @@ class App {
   service::ExtenderService& extender_service() { return *service_; }
   // What GET /metrics renders.
   observability::MetricsRegistry& metrics() { return metrics_; }
-  policies::ClusterState& state() { return *state_; }
+  cluster::ClusterState& state() { return *state_; }
   service::TableRefresher& table_refresher() { return *table_refresher_; }
   const policies::PresetCatalog& presets() const { return presets_; }
 
@@ -107,7 +107,7 @@ class App {
   // Before state_: the state tells the refresher of every snapshot, so both outlive it.
   evaluation::CachedEvaluations evaluations_;
   std::unique_ptr<service::TableRefresher> table_refresher_;
-  std::unique_ptr<policies::ClusterState> state_;
+  std::unique_ptr<cluster::ClusterState> state_;
   std::unique_ptr<snapshot::InMemoryCluster> cluster_;  // snapshot mode
   std::unique_ptr<kube::KubeClient> client_;            // live mode
   std::unique_ptr<kube::ClusterWatcher> watcher_;       // live mode

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "src/app/embedded_data.h"
-#include "src/extender/extender_codec.h"
+#include "src/codec/extender_codec.h"
 
 namespace gputopo::app {
 namespace {

@@ -29,6 +29,7 @@
 #include "src/agent/enforce_mode.h"
 #include "src/agent/topology_discovery.h"
 #include "src/app/app.h"
+#include "src/app/cli_checks.h"
 #include "src/app/demo.h"
 #include "src/app/system_clock.h"
 #include "src/codec/topology_document.h"
@@ -40,36 +41,6 @@ namespace gputopo::app {
 namespace {
 
 constexpr size_t kMaxTopologyInput = 16u << 20;
-
-// Splits "host:port" of `flag`; error when the port is not a number in 0..65535.
-Status ParseListen(const std::string& flag, const std::string& listen, std::string& host,
-                   int& port_out) {
-  const size_t colon = listen.rfind(':');
-  if (colon == std::string::npos) return InvalidArgument(flag + " must be HOST:PORT");
-  host = listen.substr(0, colon);
-  const std::string port = listen.substr(colon + 1);
-  if (port.empty() || port.size() > 5 ||
-      port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) > 65535) {
-    return InvalidArgument(flag + " port must be 0..65535");
-  }
-  port_out = std::stoi(port);
-  if (host.empty()) host = "0.0.0.0";
-  return Status::Ok();
-}
-
-// "90", "90s", "2m", "1h", "500ms" -> milliseconds; nullopt when unreadable.
-std::optional<std::chrono::milliseconds> ParseDuration(const std::string& text) {
-  size_t digits = 0;
-  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
-  if (digits == 0 || digits > 9) return std::nullopt;
-  const long long n = std::stoll(text.substr(0, digits));
-  const std::string unit = text.substr(digits);
-  if (unit.empty() || unit == "s") return std::chrono::seconds(n);
-  if (unit == "ms") return std::chrono::milliseconds(n);
-  if (unit == "m") return std::chrono::minutes(n);
-  if (unit == "h") return std::chrono::hours(n);
-  return std::nullopt;
-}
 
 // SIGINT and SIGTERM, blocked in every thread: Main blocks them before anything starts a thread
 // (the App's constructors do), so that only the signal thread ever sees them.
@@ -204,11 +175,9 @@ int RunAgent(agent::AgentOptions options, const std::string& mode, const std::st
     std::cerr << "gputopo: agent run: --replicas and --time-slicing-config need --mode enforce\n";
     return 2;
   }
-  if (Status s = ParseListen("--listen", listen, options.listen_host, options.listen_port);
-      !s.ok()) {
-    std::cerr << "gputopo: " << s.message() << "\n";
-    return 2;
-  }
+  const HostPort address = SplitListen(listen);
+  options.listen_host = address.host;
+  options.listen_port = address.port;
   const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
   const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
   Result<kube::KubeConfig> config = kubeconfig.empty()
@@ -307,12 +276,14 @@ int Main(int argc, char** argv) {
   std::string snapshot_path;
   int max_body_mib = 64;
   int max_inflight_mib = 96;
-  std::string grace = "10s";
+  double grace_seconds = 10;
   auto add_server_flags = [&](CLI::App* cmd) {
     cmd->add_option("--listen", listen, "HOST:PORT to serve on (port 0: any free port)")
+        ->check(ListenAddress())
         ->capture_default_str();
     cmd->add_option("--admin-listen", admin_listen,
-                    "HOST:PORT for /metrics and /debug alone (default: served with the verbs)");
+                    "HOST:PORT for /metrics and /debug alone (default: served with the verbs)")
+        ->check(ListenAddress());
     cmd->add_option("--admin-auth", admin_auth,
                     "on --admin-listen, live mode: kubernetes (TokenReview + "
                     "SubjectAccessReview, as kube-rbac-proxy), or none")
@@ -336,15 +307,14 @@ int Main(int argc, char** argv) {
     cmd->add_option("--bind-threads", options.server.http.bind_threads, "bind worker threads")
         ->check(CLI::Range(1, 1024))
         ->capture_default_str();
-    cmd->add_option("--shutdown-grace", grace,
-                    "on SIGTERM, how long requests in flight may take to finish (10s, 500ms)")
-        ->capture_default_str();
+    AddDurationFlag(cmd, "--shutdown-grace", grace_seconds,
+                    "on SIGTERM, how long requests in flight may take to finish (10s, 500ms)");
   };
   CLI::App* serve = cli.add_subcommand("serve", "serve filter/prioritize/bind for a cluster");
   add_server_flags(serve);
   std::string kubeconfig;
   std::string context;
-  std::string staleness = "60s";
+  double staleness_seconds = 60;
   serve
       ->add_option("--snapshot", snapshot_path,
                    "serve this `kubectl get nodes,pods -A -o json` output instead of a live "
@@ -355,10 +325,8 @@ int Main(int argc, char** argv) {
                    "kubeconfig file (YAML or JSON); default: the in-cluster service account")
       ->check(CLI::ExistingFile);
   serve->add_option("--context", context, "kubeconfig context (default: its current-context)");
-  serve
-      ->add_option("--staleness", staleness,
-                   "/readyz fails once the watch has been broken this long (90s, 2m)")
-      ->capture_default_str();
+  AddDurationFlag(serve, "--staleness", staleness_seconds,
+                  "/readyz fails once the watch has been broken this long (90s, 2m)");
   serve
       ->add_option("--tls-cert", options.server.http.tls_cert_file,
                    "serve HTTPS with this PEM certificate")
@@ -434,6 +402,7 @@ int Main(int argc, char** argv) {
   agent_run->add_option("--resource-name", agent_options.resource_name, "the extended resource")
       ->capture_default_str();
   agent_run->add_option("--listen", agent_listen, "HOST:PORT for /healthz, /readyz, /metrics")
+      ->check(ListenAddress())
       ->capture_default_str();
   agent_run->add_option("--nvml-library", agent_options.discovery.nvml_library,
                         "NVML, as dlopen takes it");
@@ -469,29 +438,18 @@ int Main(int argc, char** argv) {
     return RunAgent(std::move(agent_options), agent_mode, agent_listen, agent_kubeconfig,
                     std::move(enforce_options));
   }
-  if (Status s =
-          ParseListen("--listen", listen, options.server.http.host, options.server.http.port);
-      !s.ok()) {
-    std::cerr << "gputopo: " << s.message() << "\n";
-    return 2;
-  }
+  const HostPort address = SplitListen(listen);
+  options.server.http.host = address.host;
+  options.server.http.port = address.port;
   if (!admin_listen.empty()) {
-    if (Status s = ParseListen("--admin-listen", admin_listen, options.server.admin_host,
-                               options.server.admin_port);
-        !s.ok()) {
-      std::cerr << "gputopo: " << s.message() << "\n";
-      return 2;
-    }
+    const HostPort admin = SplitListen(admin_listen);
+    options.server.admin_host = admin.host;
+    options.server.admin_port = admin.port;
   }
   options.admin_auth = admin_auth == "kubernetes";
   options.server.http.max_body_bytes = static_cast<size_t>(max_body_mib) << 20;
   options.server.http.max_inflight_body_bytes = static_cast<size_t>(max_inflight_mib) << 20;
-  if (const std::optional<std::chrono::milliseconds> g = ParseDuration(grace)) {
-    options.server.http.grace_period = *g;
-  } else {
-    std::cerr << "gputopo: --shutdown-grace " << grace << " is not a duration (10s, 500ms)\n";
-    return 2;
-  }
+  options.server.http.grace_period = Milliseconds(grace_seconds);
   options.server.http.release_memory = [] { malloc_trim(0); };
   if (*serve) {
     if (options.server.http.tls_cert_file.empty() != options.server.http.tls_key_file.empty()) {
@@ -506,12 +464,8 @@ int Main(int argc, char** argv) {
       options.snapshot_json = ReadFileOrEmpty(snapshot_path);
       return RunServer(options, /*demo=*/false, false);
     }
-    const std::optional<std::chrono::milliseconds> stale = ParseDuration(staleness);
-    if (!stale) {
-      std::cerr << "gputopo: --staleness " << staleness << " is not a duration (90s, 2m)\n";
-      return 2;
-    }
-    options.watcher.staleness = std::chrono::duration_cast<std::chrono::seconds>(*stale);
+    options.watcher.staleness =
+        std::chrono::duration_cast<std::chrono::seconds>(Milliseconds(staleness_seconds));
     const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
     const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
     Result<kube::KubeConfig> config =

@@ -5,7 +5,7 @@
 namespace gputopo::app {
 
 void CollectClusterState(observability::MetricsRegistry& metrics,
-                         const policies::ClusterState& state) {
+                         const cluster::ClusterState& state) {
   metrics.AddCollector([state = &state](observability::MetricsWriter& out) {
     const auto snapshot = state->Snapshot();
     size_t resolved = 0;
@@ -29,7 +29,7 @@ void CollectClusterState(observability::MetricsRegistry& metrics,
     out.WriteGauge("gputopo_nodes", kNodesHelp, {{"topology", "unresolved"}},
                    static_cast<double>(unresolved));
 
-    const policies::ClusterCounts counts = state->Counts();
+    const cluster::ClusterCounts counts = state->Counts();
     constexpr std::string_view kPodsHelp = "GPU pods known: placed on a node, or pending.";
     out.WriteGauge("gputopo_pods", kPodsHelp, {{"state", "placed"}},
                    static_cast<double>(counts.placed_pods));

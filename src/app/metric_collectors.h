@@ -7,7 +7,7 @@
 #ifndef GPUTOPO_SRC_APP_METRIC_COLLECTORS_H_
 #define GPUTOPO_SRC_APP_METRIC_COLLECTORS_H_
 
-#include "policies/state/cluster_state.h"
+#include "cluster/cluster_state.h"
 #include "src/kube/cluster_watcher.h"
 #include "src/observability/metrics.h"
 #include "src/service/event_queue.h"
@@ -18,7 +18,7 @@ namespace gputopo::app {
 // gputopo_node_gpu_slots{node,state}, gputopo_nodes{topology}, gputopo_pods{state},
 // gputopo_reservations.
 void CollectClusterState(observability::MetricsRegistry& metrics,
-                         const policies::ClusterState& state);
+                         const cluster::ClusterState& state);
 // gputopo_background_evaluations_total.
 void CollectBackgroundEvaluations(observability::MetricsRegistry& metrics,
                                   const service::TableRefresher& refresher);

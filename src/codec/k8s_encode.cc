@@ -101,15 +101,6 @@ std::string EncodeList(const std::vector<NodeInfo>& nodes, const std::vector<Pod
   return list.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::string FormatRfc3339(std::chrono::system_clock::time_point time) {
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(time);
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
-
 nlohmann::json EncodePodEvent(const PodRef& pod, std::string_view reason, std::string_view message,
                               std::string_view component, std::string_view time) {
   nlohmann::json event = {

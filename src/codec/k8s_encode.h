@@ -22,9 +22,6 @@ namespace gputopo::codec {
 
 std::string EncodeList(const std::vector<NodeInfo>& nodes, const std::vector<PodInfo>& pods);
 
-// "2026-11-29T18:22:46Z": the RFC 3339 seconds form of metav1.Time.
-std::string FormatRfc3339(std::chrono::system_clock::time_point time);
-
 // A core/v1 Event of type Normal about `pod`, named by the API server from generateName
 // "<pod>.". `time` (metav1.Time, FormatRfc3339) fills firstTimestamp and lastTimestamp; empty
 // leaves them out.

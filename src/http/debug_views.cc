@@ -6,8 +6,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "cluster/cluster_state.h"
 #include "gputopo/well_known.h"
-#include "policies/state/cluster_state.h"
+#include "src/codec/json_text.h"
 #include "src/service/scheduling_context.h"
 #include "topology/link_type.h"
 
@@ -18,18 +19,6 @@ using nlohmann::ordered_json;
 
 std::string Dump(const ordered_json& j) {
   return j.dump(2, ' ', false, ordered_json::error_handler_t::replace) + "\n";
-}
-
-std::string Rfc3339(std::chrono::system_clock::time_point time) {
-  const auto micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(time.time_since_epoch()).count();
-  const std::time_t seconds = static_cast<std::time_t>(micros / 1000000);
-  std::tm tm{};
-  gmtime_r(&seconds, &tm);
-  char text[40];
-  const size_t n = std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &tm);
-  std::snprintf(text + n, sizeof(text) - n, ".%06lldZ", static_cast<long long>(micros % 1000000));
-  return text;
 }
 
 double Round2(double v) { return std::round(v * 100.0) / 100.0; }
@@ -116,7 +105,7 @@ ordered_json EvaluationJson(const service::CycleRecord& record,
 
 ordered_json CycleJson(const service::CycleRecord& record, size_t max_nodes) {
   ordered_json j;
-  j["time"] = Rfc3339(record.time);
+  j["time"] = codec::FormatRfc3339(record.time, 6);
   j["tookMicros"] = record.duration.count();
   if (!record.error.empty()) {
     j["error"] = record.error;
@@ -160,7 +149,7 @@ ordered_json CycleJson(const service::CycleRecord& record, size_t max_nodes) {
 
 ordered_json BindJson(const service::BindRecord& record) {
   ordered_json j;
-  j["time"] = Rfc3339(record.time);
+  j["time"] = codec::FormatRfc3339(record.time, 6);
   j["tookMicros"] = record.duration.count();
   j["node"] = record.node;
   if (!record.error.empty()) {
@@ -259,7 +248,7 @@ std::string RenderDecisions(const std::vector<service::DecisionRecord>& records)
     ordered_json j;
     if (const auto* cycle = std::get_if<std::shared_ptr<const service::CycleRecord>>(&record)) {
       const service::CycleRecord& c = **cycle;
-      j["time"] = Rfc3339(c.time);
+      j["time"] = codec::FormatRfc3339(c.time, 6);
       j["verb"] = service::VerbName(c.verb);
       j["pod"] = c.pod_key;
       j["tookMicros"] = c.duration.count();
@@ -272,7 +261,7 @@ std::string RenderDecisions(const std::vector<service::DecisionRecord>& records)
       }
     } else {
       const service::BindRecord& b = *std::get<std::shared_ptr<const service::BindRecord>>(record);
-      j["time"] = Rfc3339(b.time);
+      j["time"] = codec::FormatRfc3339(b.time, 6);
       j["verb"] = "bind";
       j["pod"] = b.pod_key;
       j["tookMicros"] = b.duration.count();
@@ -310,14 +299,14 @@ std::string RenderPod(const std::string& pod_key, const service::PodHistory& his
     gpus["assigned"] = assigned ? std::string(*assigned) : std::string();
     gpus["observed"] = observed ? std::string(*observed) : std::string();
     gpus["mismatch"] = assigned && observed &&
-                       policies::GpusMismatch(policies::SplitAssignedGpus(*assigned),
-                                              policies::SplitAssignedGpus(*observed));
+                       cluster::GpusMismatch(cluster::SplitAssignedGpus(*assigned),
+                                             cluster::SplitAssignedGpus(*observed));
     j["gpus"] = gpus;
   }
   return Dump(j);
 }
 
-std::string RenderIndex(const policies::ClusterCounts& counts, const std::string& default_preset,
+std::string RenderIndex(const cluster::ClusterCounts& counts, const std::string& default_preset,
                         const std::vector<std::string>& presets) {
   ordered_json j;
   j["nodes"] = counts.nodes;

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "cluster/cluster_state.h"
 #include "policies/state/cluster_snapshot.h"
-#include "policies/state/cluster_state.h"
 #include "src/service/decision_log.h"
 
 namespace gputopo::http {
@@ -28,7 +28,7 @@ std::string RenderDecisions(const std::vector<service::DecisionRecord>& records)
 std::string RenderPod(const std::string& pod_key, const service::PodHistory& history,
                       size_t max_nodes, const PodInfo* current = nullptr);
 // /debug: an index of the endpoints and a few counts.
-std::string RenderIndex(const policies::ClusterCounts& counts, const std::string& default_preset,
+std::string RenderIndex(const cluster::ClusterCounts& counts, const std::string& default_preset,
                         const std::vector<std::string>& presets);
 
 }  // namespace gputopo::http

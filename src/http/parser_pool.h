@@ -11,7 +11,7 @@
 #include <mutex>
 #include <vector>
 
-#include "src/extender/extender_codec.h"
+#include "src/codec/extender_codec.h"
 
 namespace gputopo::http {
 

@@ -14,9 +14,8 @@ bool IsGpuNode(const NodeInfo& node) {
          node.annotation_topology.has_value();
 }
 
-ClusterWatcher::ClusterWatcher(KubeClient& client, policies::ClusterState& state,
-                               const Clock& clock, WatcherOptions options,
-                               GpuMismatchListener on_gpu_mismatch)
+ClusterWatcher::ClusterWatcher(KubeClient& client, cluster::ClusterState& state, const Clock& clock,
+                               WatcherOptions options, GpuMismatchListener on_gpu_mismatch)
     : client_(client),
       state_(state),
       clock_(clock),

@@ -28,8 +28,8 @@
 #include <string>
 #include <thread>
 
+#include "cluster/cluster_state.h"
 #include "gputopo/clock.h"
-#include "policies/state/cluster_state.h"
 #include "src/kube/kube_client.h"
 
 namespace gputopo::kube {
@@ -60,7 +60,7 @@ class ClusterWatcher {
   using GpuMismatchListener = std::function<void(const PodInfo&)>;
 
   // All must outlive the watcher.
-  ClusterWatcher(KubeClient& client, policies::ClusterState& state, const Clock& clock,
+  ClusterWatcher(KubeClient& client, cluster::ClusterState& state, const Clock& clock,
                  WatcherOptions options, GpuMismatchListener on_gpu_mismatch = nullptr);
   ~ClusterWatcher();
   ClusterWatcher(const ClusterWatcher&) = delete;
@@ -96,7 +96,7 @@ class ClusterWatcher {
   void Touch();
 
   KubeClient& client_;
-  policies::ClusterState& state_;
+  cluster::ClusterState& state_;
   const Clock& clock_;
   const WatcherOptions options_;
   const GpuMismatchListener on_gpu_mismatch_;

@@ -5,6 +5,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "src/codec/json_text.h"
 #include "src/codec/k8s_encode.h"
 #include "src/codec/k8s_json.h"
 

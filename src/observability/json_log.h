@@ -45,8 +45,7 @@ class JsonFormatter final : public spdlog::formatter {
  private:
   // "YYYY-MM-DDTHH:MM:SS" of cached_second_, reused while the second does not change.
   std::chrono::seconds cached_second_{std::chrono::seconds::min()};
-  char cached_text_[32] = {};
-  size_t cached_size_ = 0;
+  std::string cached_text_;
 };
 
 // The text format: kTextLogPattern, with the message's control characters escaped (line feed,
@@ -64,13 +63,6 @@ class TextFormatter final : public spdlog::formatter {
 
 // Appends `text` with control characters escaped as TextFormatter does.
 void AppendControlEscaped(std::string_view text, std::string& out);
-
-// Appends `text` as the contents of a JSON string (without the quotes), escaped as above.
-void AppendJsonEscaped(std::string_view text, std::string& out);
-void AppendJsonEscaped(std::string_view text, spdlog::memory_buf_t& out);
-
-// "2026-11-29T18:22:46.123Z": RFC 3339, UTC, milliseconds (truncated).
-std::string FormatRfc3339Millis(std::chrono::system_clock::time_point time);
 
 // Installs JsonFormatter on every sink of `logger`.
 void UseJsonLogs(spdlog::logger& logger);

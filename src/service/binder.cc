@@ -54,7 +54,7 @@ Status Binder::BindOnce(const extender::BindingArgs& args, BindRecord& record) c
   // server refuses a second Binding, so at most one attempt can land).
   context_.state.CancelReservation(pod.uid);
 
-  policies::Reservation reservation;
+  cluster::Reservation reservation;
   reservation.pod = pod;
   reservation.node = args.node;
   Status reserved = Conflict("node " + args.node + " kept changing");

@@ -20,7 +20,7 @@
 
 #include "gputopo/kube_api.h"
 #include "gputopo/status.h"
-#include "src/extender/extender_codec.h"
+#include "src/codec/extender_codec.h"
 #include "src/service/event_queue.h"
 #include "src/service/scheduling_context.h"
 

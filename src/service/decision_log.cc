@@ -4,17 +4,7 @@
 
 namespace gputopo::service {
 
-std::string_view VerbName(Verb verb) {
-  switch (verb) {
-    case Verb::kFilter:
-      return "filter";
-    case Verb::kPrioritize:
-      return "prioritize";
-    case Verb::kBind:
-      return "bind";
-  }
-  return "?";
-}
+std::string_view VerbName(Verb verb) { return NameOf(kVerbNames, verb); }
 
 const std::string& CycleRecord::NodeName(const NodeRef& ref) const {
   if ((ref.node & kUnknownNode) != 0) return unknown_nodes[ref.node & ~kUnknownNode];

@@ -25,12 +25,18 @@
 #include <vector>
 
 #include "evaluation/evaluation_source.h"
+#include "gputopo/enum_names.h"
 #include "policies/engine/evaluation.h"
 #include "policies/state/cluster_snapshot.h"
 
 namespace gputopo::service {
 
 enum class Verb : uint8_t { kFilter, kPrioritize, kBind };
+inline constexpr EnumNames<Verb, 3> kVerbNames = {{
+    {Verb::kFilter, "filter"},
+    {Verb::kPrioritize, "prioritize"},
+    {Verb::kBind, "bind"},
+}};
 std::string_view VerbName(Verb verb);
 
 // One filter or prioritize call for one pod.

@@ -42,10 +42,9 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(Verb verb,
       record->snapshot = context_.state.Snapshot();
       const policies::ClusterSnapshot& snapshot = *record->snapshot;
       const std::string pod_key = record->pod_key + "/" + record->pod_uid;
-      std::vector<size_t> positions;
-      snapshot.FindIndices(args.node_names, positions);
-      evaluation::Evaluations evaluations =
-          context_.evaluations.Evaluate({*requirements, *preset, snapshot, positions, pod_key});
+      evaluation::Evaluations evaluations = context_.evaluations.Evaluate(
+          {*requirements, *preset, snapshot, args.node_names, pod_key});
+      const std::vector<size_t>& positions = evaluations.positions;
       record->evaluated = evaluations.evaluated;
       record->from_filter = evaluations.reused;
       record->lease = std::move(evaluations.lease);

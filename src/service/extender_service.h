@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "src/extender/extender_codec.h"
+#include "src/codec/extender_codec.h"
 #include "src/service/decision_log.h"
 #include "src/service/scheduling_context.h"
 

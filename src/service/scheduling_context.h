@@ -8,20 +8,20 @@
 #include <memory>
 #include <string>
 
+#include "cluster/cluster_state.h"
 #include "evaluation/evaluation_source.h"
 #include "gputopo/clock.h"
 #include "gputopo/status.h"
 #include "policies/engine/evaluation.h"
 #include "policies/registry/component_registry.h"
 #include "policies/requirements/pod_requirements.h"
-#include "policies/state/cluster_state.h"
 #include "src/service/decision_log.h"
 #include "src/service/recent_pods.h"
 
 namespace gputopo::service {
 
 struct SchedulingContext {
-  policies::ClusterState& state;
+  cluster::ClusterState& state;
   const policies::PresetCatalog& presets;
   std::string default_preset;
   RecentPods& recent_pods;

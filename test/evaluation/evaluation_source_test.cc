@@ -26,9 +26,15 @@ using testing::MakePod;
 using testing::PositionsOf;
 using testing::TestCluster;
 
-// Node for node, the same evaluation: verdict, GPUs, scores, reason and detail.
+std::vector<std::string_view> Views(const std::vector<std::string>& names) {
+  return std::vector<std::string_view>(names.begin(), names.end());
+}
+
+// Node for node, the same position and evaluation: verdict, GPUs, scores, reason and detail.
 void ExpectSameAnswers(const Evaluations& cached, const Evaluations& plain,
                        const ClusterSnapshot& snapshot, const std::vector<size_t>& positions) {
+  ASSERT_EQ(cached.positions, positions);
+  ASSERT_EQ(plain.positions, positions);
   ASSERT_EQ(cached.per_node.size(), positions.size());
   ASSERT_EQ(plain.per_node.size(), positions.size());
   for (size_t i = 0; i < positions.size(); ++i) {
@@ -135,35 +141,29 @@ TEST(EvaluationSourcePropertyTest, CachedAnswersEqualPlainOnesThroughRandomChang
       if (pick(3) == 0) asked.resize(asked.size() / 5);  // a few, answered in request order
       asked.push_back("nowhere");
       const std::vector<size_t> positions = PositionsOf(*snapshot, asked);
+      const std::vector<std::string_view> candidates = Views(asked);
       const Evaluations filter =
-          cached.Evaluate({req, cluster.shared_preset(), *snapshot, positions, pod_key});
+          cached.Evaluate({req, cluster.shared_preset(), *snapshot, candidates, pod_key});
       ExpectSameAnswers(
-          filter, plain.Evaluate({req, cluster.shared_preset(), *snapshot, positions, pod_key}),
+          filter, plain.Evaluate({req, cluster.shared_preset(), *snapshot, candidates, pod_key}),
           *snapshot, positions);
       EXPECT_FALSE(filter.reused);
-      std::vector<size_t> passed;
+      std::vector<std::string> passed;
       for (size_t i = 0; i < positions.size(); ++i) {
         if (filter.per_node[i].evaluation != nullptr && filter.per_node[i].fits()) {
-          passed.push_back(positions[i]);
+          passed.push_back(asked[i]);
         }
       }
       const bool changed_between = pick(3) == 0;
       if (changed_between) change(step);
       auto later = cluster.state().Snapshot();
-      const std::vector<size_t> again =
-          changed_between ? PositionsOf(*later,
-                                        [&] {
-                                          std::vector<std::string> n;
-                                          for (size_t p : passed)
-                                            n.push_back(snapshot->nodes()[p]->name());
-                                          return n;
-                                        }())
-                          : passed;
+      const std::vector<size_t> again = PositionsOf(*later, passed);
+      const std::vector<std::string_view> passed_views = Views(passed);
       const Evaluations prioritize =
-          cached.Evaluate({req, cluster.shared_preset(), *later, again, pod_key});
-      ExpectSameAnswers(prioritize,
-                        plain.Evaluate({req, cluster.shared_preset(), *later, again, pod_key}),
-                        *later, again);
+          cached.Evaluate({req, cluster.shared_preset(), *later, passed_views, pod_key});
+      ExpectSameAnswers(
+          prioritize, plain.Evaluate({req, cluster.shared_preset(), *later, passed_views, pod_key}),
+          *later, again);
       // Reused exactly when nothing was published in between.
       EXPECT_EQ(prioritize.reused, later->generation() == snapshot->generation());
       if (::testing::Test::HasFailure()) return;
@@ -183,8 +183,8 @@ class ReuseTest : public ::testing::Test {
   Evaluations Ask(const PodRequirements& req, const std::vector<std::string>& names,
                   std::string_view pod_key) {
     snapshot_ = cluster_.state().Snapshot();
-    return cached_.Evaluate(
-        {req, cluster_.shared_preset(), *snapshot_, PositionsOf(*snapshot_, names), pod_key});
+    const std::vector<std::string_view> candidates = Views(names);
+    return cached_.Evaluate({req, cluster_.shared_preset(), *snapshot_, candidates, pod_key});
   }
 
   TestCluster cluster_;
@@ -200,6 +200,7 @@ TEST_F(ReuseTest, APodsNextCallReusesItsAnswersForASubsequenceInOrder) {
   const Evaluations subsequence = Ask(req, {"n1", "n3", "n4"}, "ml/p/1");
   EXPECT_TRUE(subsequence.reused);
   EXPECT_EQ(subsequence.per_node[1].evaluation, first.per_node[3].evaluation);
+  EXPECT_EQ(subsequence.positions, PositionsOf(*snapshot_, {"n1", "n3", "n4"}));
   EXPECT_EQ(subsequence.evaluated, 0u);
   EXPECT_FALSE(Ask(req, {"n3", "n1"}, "ml/p/1").reused);       // another order
   EXPECT_FALSE(Ask(req, {"n1", "nowhere"}, "ml/p/1").reused);  // a node the first did not ask
@@ -234,10 +235,12 @@ TEST(PlainEvaluationsTest, EvaluatesEveryKnownNodeEveryTime) {
   const PodRequirements req = *RequirementsOf(MakePod().Name("p").Gpus(2).Obj());
   auto snapshot = cluster.state().Snapshot();
   const std::vector<size_t> positions = PositionsOf(*snapshot, {"a", "nowhere", "b"});
+  const std::vector<std::string_view> candidates = {"a", "nowhere", "b"};
   PlainEvaluations plain;
   for (int round = 0; round < 2; ++round) {
     const Evaluations got =
-        plain.Evaluate({req, cluster.shared_preset(), *snapshot, positions, "ml/p/1"});
+        plain.Evaluate({req, cluster.shared_preset(), *snapshot, candidates, "ml/p/1"});
+    EXPECT_EQ(got.positions, positions);
     EXPECT_EQ(got.evaluated, 2u);
     EXPECT_FALSE(got.reused);
     EXPECT_EQ(got.per_node[1].evaluation, nullptr);

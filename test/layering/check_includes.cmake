@@ -1,10 +1,11 @@
 # cmake -DROOT=<repo> -P check_includes.cmake
 # Fails when a file of an inner layer includes a header of an outer one:
 # include/ -> nothing of ours; topology/ -> include/; policies/ -> topology/, include/;
-# evaluation/ -> policies/ and below.
+# evaluation/ and cluster/ -> policies/ and below.
 set(failures "")
-foreach(rule "include:topology/|policies/|evaluation/|src/" "topology:policies/|evaluation/|src/"
-             "policies:evaluation/|src/" "evaluation:src/")
+foreach(rule "include:topology/|policies/|evaluation/|cluster/|src/"
+             "topology:policies/|evaluation/|cluster/|src/" "policies:evaluation/|cluster/|src/"
+             "evaluation:cluster/|src/" "cluster:evaluation/|src/")
   string(REPLACE ":" ";" parts "${rule}")
   list(GET parts 0 layer)
   list(GET parts 1 forbidden)

@@ -190,25 +190,5 @@ TEST(JsonFormatterTest, TimeIsRfc3339UtcWithMilliseconds) {
               ::testing::HasSubstr("\"2026-11-29T18:22:47.023Z\""));
 }
 
-TEST(JsonFormatterTest, FormatRfc3339Millis) {
-  using std::chrono::sys_days;
-  EXPECT_EQ(FormatRfc3339Millis(std::chrono::system_clock::time_point{}),
-            "1970-01-01T00:00:00.000Z");
-  EXPECT_EQ(FormatRfc3339Millis(sys_days{std::chrono::year{2024} / 2 / 29} +
-                                std::chrono::hours(23) + std::chrono::minutes(59) +
-                                std::chrono::seconds(59) + std::chrono::milliseconds(7)),
-            "2024-02-29T23:59:59.007Z");
-  // Before the epoch the milliseconds still count up from the second below.
-  EXPECT_EQ(
-      FormatRfc3339Millis(std::chrono::system_clock::time_point{} - std::chrono::milliseconds(1)),
-      "1969-12-31T23:59:59.999Z");
-}
-
-TEST(JsonEscapeTest, AppendJsonEscaped) {
-  std::string out;
-  AppendJsonEscaped("a\"b\\c\n\x02\xFF", out);
-  EXPECT_EQ(out, "a\\\"b\\\\c\\n\\u0002" + std::string(kFffd));
-}
-
 }  // namespace
 }  // namespace gputopo::observability

@@ -283,8 +283,8 @@ TEST(EvaluationTest, ReservationsAreSeenByTheNextEvaluation) {
   TestCluster cluster;
   cluster.Add(MakeNode().Name("n").Profile("dgx1").Replicas(1).Allocatable(8).Obj());
   NodeEvaluation first = cluster.Evaluate(MakePod().Name("a").Gpus(1).Obj(), "n");
-  Reservation r{MakePod().Name("a").Gpus(1).Obj(), "n", ToIndices(first.gpus),
-                cluster.Node("n")->version()};
+  cluster::Reservation r{MakePod().Name("a").Gpus(1).Obj(), "n", ToIndices(first.gpus),
+                         cluster.Node("n")->version()};
   ASSERT_TRUE(cluster.state().Reserve(r).ok());
   NodeEvaluation second = cluster.Evaluate(MakePod().Name("b").Gpus(1).Obj(), "n");
   ASSERT_TRUE(second.fits());

@@ -77,15 +77,15 @@ TEST(ClusterStateConcurrencyTest, CyclesReadSnapshotsWhileUpdatesAndBindsWrite) 
       const auto req = *policies::RequirementsOf(testing::MakePod().Name("probe").Gpus(2).Obj());
       while (!stop.load()) {
         auto snapshot = cluster.state().Snapshot();
-        std::vector<size_t> positions(snapshot->node_count());
-        for (size_t i = 0; i < positions.size(); ++i) positions[i] = i;
+        std::vector<std::string_view> candidates;
+        for (const auto& node : snapshot->nodes()) candidates.push_back(node->name());
         if (r == 0) {
           evaluation::PlainEvaluations plain;
-          (void)plain.Evaluate({req, cluster.shared_preset(), *snapshot, positions, ""});
+          (void)plain.Evaluate({req, cluster.shared_preset(), *snapshot, candidates, ""});
         } else {
           const evaluation::Evaluations got =
-              cache.Evaluate({req, cluster.shared_preset(), *snapshot, positions, ""});
-          for (size_t i = 0; i < positions.size(); ++i) {
+              cache.Evaluate({req, cluster.shared_preset(), *snapshot, candidates, ""});
+          for (size_t i = 0; i < candidates.size(); ++i) {
             const policies::NodeEvaluation want =
                 policies::EvaluateNode(req, *snapshot->nodes()[i], cluster.preset());
             if (got.per_node[i].evaluation->gpus != want.gpus ||
@@ -118,8 +118,8 @@ TEST(ClusterStateConcurrencyTest, CyclesReadSnapshotsWhileUpdatesAndBindsWrite) 
           PodInfo pod = testing::MakePod().Name(name).Gpus(1).Obj();
           policies::NodeEvaluation e = cluster.Evaluate(pod, node);
           if (e.fits()) {
-            policies::Reservation r{pod, node, topology::ToIndices(e.gpus),
-                                    cluster.Node(node)->version()};
+            cluster::Reservation r{pod, node, topology::ToIndices(e.gpus),
+                                   cluster.Node(node)->version()};
             if (cluster.state().Reserve(r).ok()) reserved.fetch_add(1);
           }
         }

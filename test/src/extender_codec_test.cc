@@ -1,4 +1,4 @@
-#include "src/extender/extender_codec.h"
+#include "src/codec/extender_codec.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "src/codec/extender_codec.h"
 #include "src/codec/k8s_json.h"
-#include "src/extender/extender_codec.h"
 #include "test/support/fixtures.h"
 
 namespace gputopo::extender {

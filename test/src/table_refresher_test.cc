@@ -61,7 +61,8 @@ TEST(TableRefresherTest, RefreshesRacingWithCyclesAndWritesKeepAnswersExact) {
       *policies::RequirementsOf(MakePod().Name("p").Gpus(2).Obj());
   auto snapshot = cluster.state().Snapshot();
   const std::vector<size_t> positions = PositionsOf(*snapshot, names);
-  (void)cache.Evaluate({req, cluster.shared_preset(), *snapshot, positions, ""});  // the table
+  const std::vector<std::string_view> candidates(names.begin(), names.end());
+  (void)cache.Evaluate({req, cluster.shared_preset(), *snapshot, candidates, ""});  // the table
   std::atomic<bool> done{false};
   std::thread writer([&] {
     for (int i = 0; i < 150; ++i) {
@@ -80,7 +81,7 @@ TEST(TableRefresherTest, RefreshesRacingWithCyclesAndWritesKeepAnswersExact) {
   while (!done || cycles < 20) {
     snapshot = cluster.state().Snapshot();
     ExpectSameAsEvaluateNode(
-        cache.Evaluate({req, cluster.shared_preset(), *snapshot, positions, ""}).per_node,
+        cache.Evaluate({req, cluster.shared_preset(), *snapshot, candidates, ""}).per_node,
         *snapshot, positions, req, cluster.preset());
     ++cycles;
   }
@@ -90,7 +91,7 @@ TEST(TableRefresherTest, RefreshesRacingWithCyclesAndWritesKeepAnswersExact) {
   // Everything the writer changed has been evaluated in the background by now (and cycles on
   // older snapshots did not put older answers back).
   snapshot = cluster.state().Snapshot();
-  const Evaluations got = cache.Evaluate({req, cluster.shared_preset(), *snapshot, positions, ""});
+  const Evaluations got = cache.Evaluate({req, cluster.shared_preset(), *snapshot, candidates, ""});
   EXPECT_EQ(got.evaluated, 0u);
   EXPECT_FALSE(got.reused);
   ExpectSameAsEvaluateNode(got.per_node, *snapshot, positions, req, cluster.preset());

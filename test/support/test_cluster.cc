@@ -19,12 +19,12 @@ std::shared_ptr<const policies::Preset> DefaultPreset() {
   return *preset;
 }
 
-TestCluster::TestCluster(policies::ClusterState::PublishListener on_publish) {
+TestCluster::TestCluster(cluster::ClusterState::PublishListener on_publish) {
   EXPECT_TRUE(profiles_.Add("dgx1", "test", Dgx1()).ok());
   EXPECT_TRUE(profiles_.Add("hgx-h100", "test", HgxH100()).ok());
   EXPECT_TRUE(profiles_.Add("pcie8", "test", PcieTwoNuma(8)).ok());
   EXPECT_TRUE(profiles_.Add("pairs", "test", NvLinkPairs()).ok());
-  state_ = std::make_unique<policies::ClusterState>(resolver_, std::move(on_publish));
+  state_ = std::make_unique<cluster::ClusterState>(resolver_, std::move(on_publish));
   preset_ = DefaultPreset();
 }
 
@@ -39,7 +39,7 @@ policies::NodeEvaluation TestCluster::Evaluate(const PodInfo& pod, const std::st
 policies::NodeEvaluation TestCluster::Place(const PodInfo& pod, const std::string& node) {
   policies::NodeEvaluation e = Evaluate(pod, node);
   if (!e.fits()) return e;
-  policies::Reservation r;
+  cluster::Reservation r;
   r.pod = pod;
   r.node = node;
   r.gpus = topology::ToIndices(e.gpus);

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "cluster/cluster_state.h"
 #include "policies/engine/evaluation.h"
 #include "policies/registry/component_registry.h"
-#include "policies/state/cluster_state.h"
 #include "topology/profile_catalog.h"
 #include "topology/shape_interner.h"
 #include "topology/topology_resolver.h"
@@ -21,9 +21,9 @@ class TestCluster {
   // Profiles "dgx1", "hgx-h100", "pcie8", "pairs" (see machines.h); presets as shipped in
   // policies/presets/ are not loaded here (that needs JSON): DefaultPreset() mirrors default.json.
   // `on_publish`: the state's publish listener (see ClusterState).
-  explicit TestCluster(policies::ClusterState::PublishListener on_publish = nullptr);
+  explicit TestCluster(cluster::ClusterState::PublishListener on_publish = nullptr);
 
-  policies::ClusterState& state() { return *state_; }
+  cluster::ClusterState& state() { return *state_; }
   void Add(const NodeInfo& node) { state_->UpsertNode(node); }
   void Add(const PodInfo& pod) { state_->UpsertPod(pod); }
   std::shared_ptr<const policies::NodeState> Node(const std::string& name) const {
@@ -42,7 +42,7 @@ class TestCluster {
   topology::ShapeInterner interner_;
   topology::ProfileCatalog profiles_{interner_};
   topology::TopologyResolver resolver_{profiles_, interner_};
-  std::unique_ptr<policies::ClusterState> state_;
+  std::unique_ptr<cluster::ClusterState> state_;
   std::shared_ptr<const policies::Preset> preset_;
 };
 

@@ -1,4 +1,4 @@
-#include "src/extender/extender_codec.h"
+#include "src/codec/extender_codec.h"
 
 #include <simdjson.h>
 
@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "src/codec/json_text.h"
 #include "src/codec/k8s_ondemand.h"
 
 namespace gputopo::extender {
@@ -171,72 +172,6 @@ Result<BindingArgs> ParseBindingArgs(std::string_view body) {
 
 namespace {
 
-// True when some byte of `text` must be escaped in a JSON string (a control character, '"' or
-// '\\'). Eight bytes at a time: node names and reasons never need it, and the reply writers
-// check every one of them.
-inline bool WordNeedsEscaping(uint64_t word) {
-  constexpr uint64_t kOnes = 0x0101010101010101ULL;
-  constexpr uint64_t kHigh = 0x8080808080808080ULL;
-  // A byte below 0x20, or a zero byte after xor with '"' or '\\' ("has a zero byte" is exact as
-  // a yes/no answer: the borrow that can mark a wrong byte only follows a real one).
-  const uint64_t quote = word ^ (kOnes * '"');
-  const uint64_t backslash = word ^ (kOnes * '\\');
-  return (((word - kOnes * 0x20) & ~word) | ((quote - kOnes) & ~quote) |
-          ((backslash - kOnes) & ~backslash)) &
-         kHigh;
-}
-
-inline bool NeedsJsonEscaping(std::string_view text) {
-  const char* data = text.data();
-  const size_t size = text.size();
-  uint64_t word;
-  if (size < 8) {
-    if (size == 0) return false;   // data may be null: no memcpy from it
-    word = 0x6161616161616161ULL;  // 'a' in the bytes past the end
-    std::memcpy(&word, data, size);
-    return WordNeedsEscaping(word);
-  }
-  for (size_t i = 0; i + 8 < size; i += 8) {
-    std::memcpy(&word, data + i, sizeof(word));
-    if (WordNeedsEscaping(word)) return true;
-  }
-  std::memcpy(&word, data + size - 8, sizeof(word));  // the last 8 bytes, overlapping
-  return WordNeedsEscaping(word);
-}
-
-void AppendEscaped(std::string& out, std::string_view text) {
-  size_t run = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out.append(text.data() + run, i - run);
-    run = i + 1;
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default: {
-        char escaped[8];
-        std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
-        out += escaped;
-      }
-    }
-  }
-  out.append(text.data() + run, text.size() - run);
-}
-
 // The reply writers' output: a string written through a raw pointer, growing only when a
 // Reserve finds too little room, so that writing thousands of nodes costs a few stores each.
 class ReplyBuffer {
@@ -258,9 +193,9 @@ class ReplyBuffer {
   }
   // A JSON string literal; reserves its own room.
   void String(std::string_view text) {
-    if (NeedsJsonEscaping(text)) {
+    if (codec::NeedsJsonEscaping(text)) {
       std::string escaped;
-      AppendEscaped(escaped, text);
+      codec::AppendJsonEscaped(text, escaped);
       Reserve(escaped.size() + 2);
       Char('"');
       Raw(escaped);
@@ -288,8 +223,8 @@ class ReplyBuffer {
 
 void AppendJsonString(std::string& out, std::string_view text) {
   out.push_back('"');
-  if (NeedsJsonEscaping(text)) {
-    AppendEscaped(out, text);
+  if (codec::NeedsJsonEscaping(text)) {
+    codec::AppendJsonEscaped(text, out);
   } else {
     out.append(text);
   }

@@ -1,11 +1,21 @@
-#include "policies/state/cluster_state.h"
+#include "cluster/cluster_state.h"
 
 #include <algorithm>
 
 #include "gputopo/well_known.h"
 #include "policies/requirements/pod_requirements.h"
 
-namespace gputopo::policies {
+namespace gputopo::cluster {
+
+using policies::ClusterSnapshot;
+using policies::DefaultGroupOf;
+using policies::FlatNameIndex;
+using policies::NodeIndex;
+using policies::NodeState;
+using policies::NodeSummary;
+using policies::PodPlacement;
+using policies::PodRequirements;
+using policies::RequirementsOf;
 
 std::vector<std::string> SplitAssignedGpus(std::string_view value) {
   std::vector<std::string> out;
@@ -375,4 +385,4 @@ ClusterCounts ClusterState::Counts() const {
   return counts;
 }
 
-}  // namespace gputopo::policies
+}  // namespace gputopo::cluster

@@ -9,8 +9,8 @@
 // Error}, HostPriorityList [{Host, Score}], ExtenderBindingResult {Error}.
 //
 // Thread safety: an ExtenderRequestParser is not thread-safe; the server keeps a pool.
-#ifndef GPUTOPO_SRC_EXTENDER_EXTENDER_CODEC_H_
-#define GPUTOPO_SRC_EXTENDER_EXTENDER_CODEC_H_
+#ifndef GPUTOPO_SRC_CODEC_EXTENDER_CODEC_H_
+#define GPUTOPO_SRC_CODEC_EXTENDER_CODEC_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -105,4 +105,4 @@ void AppendJsonString(std::string& out, std::string_view text);
 
 }  // namespace gputopo::extender
 
-#endif  // GPUTOPO_SRC_EXTENDER_EXTENDER_CODEC_H_
+#endif  // GPUTOPO_SRC_CODEC_EXTENDER_CODEC_H_

@@ -12,10 +12,13 @@
 // reservation becomes a plain placement when the pod is seen bound (ConfirmBinding or a pod
 // update), and is undone by CancelReservation on any failure.
 //
+// The one mutable part of the scheduling state (cluster/: policies/ holds only pure code and
+// the immutable NodeState and ClusterSnapshot values it reads).
+//
 // Thread safety: thread-safe. Writers are serialised by an internal mutex; readers take
 // snapshots.
-#ifndef GPUTOPO_POLICIES_STATE_CLUSTER_STATE_H_
-#define GPUTOPO_POLICIES_STATE_CLUSTER_STATE_H_
+#ifndef GPUTOPO_CLUSTER_CLUSTER_STATE_H_
+#define GPUTOPO_CLUSTER_CLUSTER_STATE_H_
 
 #include <chrono>
 #include <functional>
@@ -36,7 +39,7 @@
 #include "policies/state/node_state.h"
 #include "topology/topology_resolver.h"
 
-namespace gputopo::policies {
+namespace gputopo::cluster {
 
 struct Reservation {
   PodInfo pod;
@@ -62,7 +65,8 @@ class ClusterState {
  public:
   // Told of every snapshot as it is published, while the state's writer lock is held: it must
   // be quick and must not call back into the state.
-  using PublishListener = std::function<void(const std::shared_ptr<const ClusterSnapshot>&)>;
+  using PublishListener =
+      std::function<void(const std::shared_ptr<const policies::ClusterSnapshot>&)>;
 
   // `resolver` must outlive the state.
   explicit ClusterState(const topology::TopologyResolver& resolver,
@@ -99,7 +103,7 @@ class ClusterState {
   // pod bound, or until this expiry. Returns how many expired.
   size_t ExpireReservations(std::chrono::steady_clock::time_point cutoff);
 
-  std::shared_ptr<const ClusterSnapshot> Snapshot() const;
+  std::shared_ptr<const policies::ClusterSnapshot> Snapshot() const;
   // Copies of the nodes and GPU pods known now (for /debug/snapshot in live mode).
   std::pair<std::vector<NodeInfo>, std::vector<PodInfo>> Export() const;
   std::optional<PodInfo> FindPod(std::string_view uid) const;
@@ -131,7 +135,7 @@ class ClusterState {
   void RebuildAllLocked();
   void PublishLocked();
   // Replaces the name index and rebuilds the snapshots' flat copy of it.
-  void SetIndexLocked(std::shared_ptr<const NodeIndex> index);
+  void SetIndexLocked(std::shared_ptr<const policies::NodeIndex> index);
 
   const topology::TopologyResolver& resolver_;
   const PublishListener on_publish_;
@@ -140,20 +144,21 @@ class ClusterState {
   std::map<std::string, NodeEntry, std::less<>> nodes_;                     // GUARDED_BY(mutex_)
   std::unordered_map<std::string, PodEntry> pods_;                          // GUARDED_BY(mutex_)
   std::map<std::string, std::set<std::string>, std::less<>> pods_by_node_;  // GUARDED_BY(mutex_)
-  std::vector<std::shared_ptr<const NodeState>> node_states_;               // GUARDED_BY(mutex_)
-  std::vector<NodeSummary> summaries_;               // GUARDED_BY(mutex_), parallel to node_states_
-  std::shared_ptr<const NodeIndex> index_;           // GUARDED_BY(mutex_)
-  std::shared_ptr<const FlatNameIndex> flat_index_;  // GUARDED_BY(mutex_), rebuilt with index_
-  uint64_t next_version_ = 1;                        // GUARDED_BY(mutex_)
-  uint64_t generation_ = 0;                          // GUARDED_BY(mutex_)
+  std::vector<std::shared_ptr<const policies::NodeState>> node_states_;     // GUARDED_BY(mutex_)
+  std::vector<policies::NodeSummary> summaries_;  // GUARDED_BY(mutex_), parallel to node_states_
+  std::shared_ptr<const policies::NodeIndex> index_;  // GUARDED_BY(mutex_)
+  std::shared_ptr<const policies::FlatNameIndex>
+      flat_index_;             // GUARDED_BY(mutex_), rebuilt with index_
+  uint64_t next_version_ = 1;  // GUARDED_BY(mutex_)
+  uint64_t generation_ = 0;    // GUARDED_BY(mutex_)
 
   mutable std::mutex snapshot_mutex_;
-  std::shared_ptr<const ClusterSnapshot> snapshot_;  // GUARDED_BY(snapshot_mutex_)
+  std::shared_ptr<const policies::ClusterSnapshot> snapshot_;  // GUARDED_BY(snapshot_mutex_)
 };
 
 // Splits "a,b,c" into entries, trimming spaces and dropping empty ones.
 std::vector<std::string> SplitAssignedGpus(std::string_view value);
 
-}  // namespace gputopo::policies
+}  // namespace gputopo::cluster
 
-#endif  // GPUTOPO_POLICIES_STATE_CLUSTER_STATE_H_
+#endif  // GPUTOPO_CLUSTER_CLUSTER_STATE_H_

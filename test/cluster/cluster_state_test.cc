@@ -1,6 +1,6 @@
-// Tests of ClusterState (the cache of nodes, pods and reservations) and NodeState (one node's
-// GPUs and who holds them).
-#include "policies/state/cluster_state.h"
+// Tests of ClusterState (the cache of nodes, pods and reservations) and of the NodeStates it
+// builds (one node's GPUs and who holds them). In namespace policies, whose types they use most.
+#include "cluster/cluster_state.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -24,6 +24,11 @@ namespace gputopo::policies {
 namespace {
 
 using namespace gputopo::testing;  // NOLINT(google-build-using-namespace)
+using cluster::ClusterCounts;
+using cluster::ClusterState;
+using cluster::GpusMismatch;
+using cluster::Reservation;
+using cluster::SplitAssignedGpus;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
