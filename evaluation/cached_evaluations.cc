@@ -1,6 +1,7 @@
 #include "evaluation/cached_evaluations.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 
 #include "evaluation/pod_evaluator.h"
@@ -21,18 +22,16 @@ bool CachedEvaluations::Reuse(const EvaluationQuery& query, uint64_t shape_id,
     }
   }
   if (call == nullptr || call->generation != query.snapshot.generation() ||
-      call->shape_id != shape_id || call->group != query.pod.group ||
-      query.snapshot.name_index() == nullptr) {
+      call->shape_id != shape_id || call->group != query.pod.group) {
     return false;
   }
-  const policies::FlatNameIndex& names = *query.snapshot.name_index();
   out.positions.resize(query.candidates.size());
   out.per_node.resize(query.candidates.size());
   size_t j = 0;
   for (size_t i = 0; i < query.candidates.size(); ++i) {
     while (j < call->positions.size() &&
            (call->positions[j] == policies::ClusterSnapshot::kNotFound ||
-            !policies::SameName(names.NameAt(call->positions[j]), query.candidates[i]))) {
+            !policies::SameName(call->NameAt(j), query.candidates[i]))) {
       ++j;
     }
     if (j == call->positions.size()) return false;
@@ -53,6 +52,15 @@ void CachedEvaluations::Remember(const EvaluationQuery& query, uint64_t shape_id
   call->group = query.pod.group;
   call->generation = query.snapshot.generation();
   call->positions = answers.positions;
+  size_t bytes = 0;
+  for (std::string_view name : query.candidates) bytes += name.size();
+  if (bytes > UINT32_MAX) return;  // not kept: the next call evaluates
+  call->names.reserve(bytes);
+  call->ends.reserve(query.candidates.size());
+  for (std::string_view name : query.candidates) {
+    call->names.append(name);
+    call->ends.push_back(static_cast<uint32_t>(call->names.size()));
+  }
   call->per_node = answers.per_node;
   call->lease = answers.lease;
   std::shared_ptr<const RecentCall> dropped;  // freed outside the lock

@@ -7,9 +7,10 @@
 // - the recent calls' answers by pod: a call for the same pod (pod_key), on the same snapshot
 //   generation, with the same pod shape and group, whose candidates are a subsequence of the
 //   earlier call's known ones (kube-scheduler's prioritize after its filter: the nodes that
-//   passed, in order) takes the earlier positions and answers as they are; each name is checked
-//   against the snapshot's name at the earlier position, which reads the index's compact name
-//   arena instead of hashing into its table;
+//   passed, in order) takes the earlier positions and answers as they are; the earlier call's
+//   names are kept side by side in one string, so that checking a prioritize's names reads
+//   memory in order (looking each up again in the snapshot's index, or reading the index's name
+//   at each kept position, is a cache miss per name: 0.1-0.2 ms at 5000 nodes);
 // - Refresh: after a snapshot is published, every recently used table is brought up to date
 //   with it (only the nodes that changed since the table's last refresh, when the snapshots'
 //   name indices are the same), so that the next cycle of each reads instead of evaluating.
@@ -25,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -52,6 +54,13 @@ class CachedEvaluations final : public EvaluationSource {
     std::vector<size_t> positions;
     std::vector<policies::EvaluationRef> per_node;
     EvaluationLease lease;
+    // The call's candidate names: name i is names[ends[i-1], ends[i]) (ends[-1] = 0).
+    std::string names;
+    std::vector<uint32_t> ends;
+    std::string_view NameAt(size_t i) const {
+      const uint32_t begin = i == 0 ? 0 : ends[i - 1];
+      return std::string_view(names).substr(begin, ends[i] - begin);
+    }
   };
   // The answers of `query`'s pod's last call when they answer it too (see above).
   bool Reuse(const EvaluationQuery& query, uint64_t shape_id, Evaluations& out) const;
