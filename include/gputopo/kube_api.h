@@ -1,6 +1,6 @@
 // KubeApi: every write gputopo makes to Kubernetes goes through this interface.
 //
-// Implementations: an in-memory cluster loaded from a snapshot file (src/snapshot/), a libcurl
+// Implementations: an in-memory cluster loaded from a snapshot file (src/in_memory_api/), a libcurl
 // client of the real API server, and fakes in tests. Calls may block on I/O; they never throw.
 //
 // Thread safety: implementations must allow concurrent calls from several threads (binds run

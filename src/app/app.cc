@@ -152,8 +152,8 @@ Result<std::unique_ptr<App>> App::Create(const AppOptions& options, const Clock&
       return codec::EncodeList(nodes, pods);
     };
   } else {
-    Result<std::unique_ptr<snapshot::InMemoryCluster>> cluster =
-        snapshot::InMemoryCluster::Load(options.snapshot_json);
+    Result<std::unique_ptr<in_memory_api::InMemoryCluster>> cluster =
+        in_memory_api::InMemoryCluster::Load(options.snapshot_json);
     if (!cluster.ok()) return cluster.status();
     app->cluster_ = std::move(cluster).value();
     app->state_->Reset(app->cluster_->Nodes(), app->cluster_->Pods());

@@ -17,6 +17,7 @@
 #include "gputopo/status.h"
 #include "policies/registry/component_registry.h"
 #include "src/http/extender_server.h"
+#include "src/in_memory_api/in_memory_cluster.h"
 #include "src/kube/cluster_watcher.h"
 #include "src/kube/kube_client.h"
 #include "src/observability/metrics.h"
@@ -26,7 +27,6 @@
 #include "src/service/extender_service.h"
 #include "src/service/recent_pods.h"
 #include "src/service/table_refresher.h"
-#include "src/snapshot/in_memory_cluster.h"
 #include "topology/profile_catalog.h"
 #include "topology/shape_interner.h"
 #include "topology/topology_resolver.h"
@@ -72,7 +72,7 @@ class App {
   // Ready to schedule: always with a snapshot; live, once the watch has synced (and not stale).
   bool Ready() const { return watcher_ == nullptr || watcher_->Ready(); }
   // Precondition: !live().
-  snapshot::InMemoryCluster& cluster() { return *cluster_; }
+  in_memory_api::InMemoryCluster& cluster() { return *cluster_; }
   // Live mode only (else nullptr).
   const kube::ClusterWatcher* watcher() const { return watcher_.get(); }
   service::ExtenderService& extender_service() { return *service_; }
@@ -108,10 +108,10 @@ class App {
   evaluation::CachedEvaluations evaluations_;
   std::unique_ptr<service::TableRefresher> table_refresher_;
   std::unique_ptr<cluster::ClusterState> state_;
-  std::unique_ptr<snapshot::InMemoryCluster> cluster_;  // snapshot mode
-  std::unique_ptr<kube::KubeClient> client_;            // live mode
-  std::unique_ptr<kube::ClusterWatcher> watcher_;       // live mode
-  std::unique_ptr<http::AccessControl> access_;         // live mode with an admin listener
+  std::unique_ptr<in_memory_api::InMemoryCluster> cluster_;  // snapshot mode
+  std::unique_ptr<kube::KubeClient> client_;                 // live mode
+  std::unique_ptr<kube::ClusterWatcher> watcher_;            // live mode
+  std::unique_ptr<http::AccessControl> access_;              // live mode with an admin listener
   // Bounded in bytes too: see docs/operations.md for the memory budget they are part of.
   service::RecentPods recent_pods_{4096, 8u << 20};
   service::DecisionLog decisions_{256, 256, 16u << 20};

@@ -1,4 +1,4 @@
-#include "src/snapshot/in_memory_cluster.h"
+#include "src/in_memory_api/in_memory_cluster.h"
 
 #include <simdjson.h>
 
@@ -8,7 +8,7 @@
 #include "src/codec/k8s_encode.h"
 #include "src/codec/k8s_ondemand.h"
 
-namespace gputopo::snapshot {
+namespace gputopo::in_memory_api {
 namespace {
 
 using nlohmann::json;
@@ -237,4 +237,4 @@ Status InMemoryCluster::RecordEvent(const PodRef& pod, std::string_view reason,
   return Status::Ok();
 }
 
-}  // namespace gputopo::snapshot
+}  // namespace gputopo::in_memory_api

@@ -6,8 +6,8 @@
 //
 // Thread safety: thread-safe. The listener is called with the cluster's lock held, so events
 // reach it in the order the writes happened; it must not call back into the cluster.
-#ifndef GPUTOPO_SRC_SNAPSHOT_IN_MEMORY_CLUSTER_H_
-#define GPUTOPO_SRC_SNAPSHOT_IN_MEMORY_CLUSTER_H_
+#ifndef GPUTOPO_SRC_IN_MEMORY_API_IN_MEMORY_CLUSTER_H_
+#define GPUTOPO_SRC_IN_MEMORY_API_IN_MEMORY_CLUSTER_H_
 
 #include <cstdint>
 #include <functional>
@@ -24,7 +24,7 @@
 #include "gputopo/status.h"
 #include "src/codec/k8s_json.h"
 
-namespace gputopo::snapshot {
+namespace gputopo::in_memory_api {
 
 class InMemoryCluster final : public KubeApi {
  public:
@@ -81,6 +81,6 @@ class InMemoryCluster final : public KubeApi {
   codec::K8sDecoder decoder_;                         // GUARDED_BY(mutex_)
 };
 
-}  // namespace gputopo::snapshot
+}  // namespace gputopo::in_memory_api
 
-#endif  // GPUTOPO_SRC_SNAPSHOT_IN_MEMORY_CLUSTER_H_
+#endif  // GPUTOPO_SRC_IN_MEMORY_API_IN_MEMORY_CLUSTER_H_
