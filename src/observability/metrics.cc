@@ -90,11 +90,12 @@ MetricFamily<Child>& MetricsRegistry::Register(prometheus::MetricType type, std:
   }
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = registered_.find(name); it != registered_.end()) {
-    if (it->second.type != type || it->second.label_names != label_names ||
-        it->second.bounds != bounds) {
-      Die("registered again with another type, labels or buckets", name);
+    if (it->second.type != type) Die("registered again with another type", name);
+    auto& existing = *static_cast<MetricFamily<Child>*>(it->second.family.get());
+    if (existing.label_names_ != label_names || existing.bounds_ != bounds) {
+      Die("registered again with other labels or buckets", name);
     }
-    return *static_cast<MetricFamily<Child>*>(it->second.family.get());
+    return existing;
   }
   std::vector<std::string> samples = {std::string(name)};
   if (type == prometheus::MetricType::Histogram) {
@@ -125,8 +126,7 @@ MetricFamily<Child>& MetricsRegistry::Register(prometheus::MetricType type, std:
       new MetricFamily<Child>(*family, std::move(label_names), std::move(bounds)));
   if (wrapper->label_names().empty()) (void)wrapper->WithLabels({});  // renders 0 at once
   for (const std::string& sample : samples) taken_.emplace(sample, type);
-  registered_.emplace(std::string(name),
-                      Registered{type, wrapper->label_names(), wrapper->bounds_, wrapper});
+  registered_.emplace(std::string(name), Registered{type, wrapper});
   return *wrapper;
 }
 

@@ -179,9 +179,7 @@ class MetricsRegistry {
  private:
   struct Registered {
     prometheus::MetricType type;
-    std::vector<std::string> label_names;
-    std::vector<double> bounds;
-    std::shared_ptr<void> family;  // the MetricFamily<Child>
+    std::shared_ptr<void> family;  // the MetricFamily<Child> of `type`
   };
   template <typename Child>
   MetricFamily<Child>& Register(prometheus::MetricType type, std::string_view name,
