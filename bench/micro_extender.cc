@@ -121,7 +121,7 @@ void BM_FilterWarm(benchmark::State& state) {
     auto args = parser.ParseArgs(f.body_names);
     auto reply = service->Filter(**args);
     benchmark::DoNotOptimize(extender::WriteFilterResult(**args, reply.outcomes));
-    service->Commit(reply.record);
+    f.app->decision_recorder().Flush();  // the commit, in this thread, as before
   }
 }
 
@@ -138,29 +138,28 @@ template <typename Verb>
 void RunEvicted(benchmark::State& state, Verb verb) {
   Fixture& f = FixtureFor(static_cast<int>(state.range(0)));
   extender::ExtenderRequestParser parser(256u << 20);
-  service::ExtenderService& service = f.app->extender_service();
   for (auto _ : state) {
     state.PauseTiming();
     EvictCaches();
     state.ResumeTiming();
     auto args = parser.ParseArgs(f.body_names);
-    verb(service, **args);
+    verb(*f.app, **args);
   }
 }
 
 void BM_FilterWarmEvicted(benchmark::State& state) {
-  RunEvicted(state, [](service::ExtenderService& service, const auto& args) {
-    auto reply = service.Filter(args);
+  RunEvicted(state, [](app::App& app, const auto& args) {
+    auto reply = app.extender_service().Filter(args);
     benchmark::DoNotOptimize(extender::WriteFilterResult(args, reply.outcomes));
-    service.Commit(reply.record);
+    app.decision_recorder().Flush();  // the commit, in this thread, as before
   });
 }
 
 void BM_PrioritizeWarmEvicted(benchmark::State& state) {
-  RunEvicted(state, [](service::ExtenderService& service, const auto& args) {
-    auto reply = service.Prioritize(args);
+  RunEvicted(state, [](app::App& app, const auto& args) {
+    auto reply = app.extender_service().Prioritize(args);
     benchmark::DoNotOptimize(extender::WritePriorityList(args, reply.scores));
-    service.Commit(reply.record);
+    app.decision_recorder().Flush();  // the commit, in this thread, as before
   });
 }
 
@@ -237,7 +236,7 @@ void BM_FilterCold(benchmark::State& state) {
     auto args = parser.ParseArgs(bodies[i++ % bodies.size()]);
     auto reply = service->Filter(**args);
     benchmark::DoNotOptimize(extender::WriteFilterResult(**args, reply.outcomes));
-    service->Commit(reply.record);
+    f.app->decision_recorder().Flush();  // the commit, in this thread, as before
   }
 }
 

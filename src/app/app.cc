@@ -22,6 +22,15 @@ namespace {
 // post them (each waits on one API call at a time).
 constexpr size_t kEventQueueCapacity = 1024;
 constexpr int kEventWorkers = 4;
+// The background executor's threads: table refreshes and decision commits, each at most one
+// task at a time.
+constexpr int kBackgroundThreads = 2;
+// Cycle records waiting for the background commit before request threads commit their own.
+constexpr size_t kMaxPendingRecords = 64;
+// How long the recorder gathers records before committing them (DecisionRecorder): readers of
+// the log flush it first, so only the background wake-ups depend on it, once per delay instead
+// of once per verb.
+constexpr std::chrono::milliseconds kRecordBatchDelay(20);
 
 struct NamedText {
   std::string name;
@@ -83,7 +92,9 @@ Result<policies::PresetCatalog> LoadPresets(const std::string& extra_dir) {
 }
 
 App::App(const AppOptions& options, const Clock& clock)
-    : clock_(clock), grace_period_(options.server.http.grace_period) {}
+    : clock_(clock),
+      grace_period_(options.server.http.grace_period),
+      background_(kBackgroundThreads, &StartBackgroundThread) {}
 App::~App() { Stop(); }
 
 Status App::Start() {
@@ -131,7 +142,7 @@ Result<std::unique_ptr<App>> App::Create(const AppOptions& options, const Clock&
     return NotFound("default preset '" + options.default_preset + "' is not defined");
   }
   app->table_refresher_ =
-      std::make_unique<service::TableRefresher>(app->evaluations_, &StartBackgroundThread);
+      std::make_unique<service::TableRefresher>(app->evaluations_, app->background_);
   app->state_ = std::make_unique<cluster::ClusterState>(
       app->resolver_, [refresher = app->table_refresher_.get()](const auto& snapshot) {
         refresher->Notify(snapshot);
@@ -167,16 +178,19 @@ Result<std::unique_ptr<App>> App::Create(const AppOptions& options, const Clock&
   app->context_ = std::make_unique<service::SchedulingContext>(service::SchedulingContext{
       *app->state_, app->presets_, options.default_preset, app->recent_pods_, app->decisions_,
       app->clock_, app->evaluations_});
-  app->service_ = std::make_unique<service::ExtenderService>(*app->context_);
+  app->recorder_ = std::make_unique<service::DecisionRecorder>(
+      app->decisions_, &app->cycle_metrics_, app->background_,
+      service::RecorderOptions{kMaxPendingRecords, kRecordBatchDelay});
+  app->service_ = std::make_unique<service::ExtenderService>(*app->context_, *app->recorder_);
   app->events_ =
       std::make_unique<service::EventQueue>(*kube, kEventQueueCapacity, &StartBackgroundThread);
   app->binder_ = std::make_unique<service::Binder>(*app->context_, *kube, app->events_.get());
   App* self = app.get();
   app->server_ = std::make_unique<http::ExtenderServer>(
       options.server,
-      http::ServerDependencies{*app->service_, *app->binder_, *app->context_,
+      http::ServerDependencies{*app->service_, *app->recorder_, *app->binder_, *app->context_,
                                std::move(list_snapshot), [self] { return self->Ready(); },
-                               &app->metrics_, &StartBackgroundThread, app->access_.get()});
+                               &app->metrics_, app->access_.get()});
   app->RegisterCollectors();
   return app;
 }

@@ -22,11 +22,14 @@
 #include "src/kube/kube_client.h"
 #include "src/observability/metrics.h"
 #include "src/service/binder.h"
+#include "src/service/cycle_metrics.h"
 #include "src/service/decision_log.h"
+#include "src/service/decision_recorder.h"
 #include "src/service/event_queue.h"
 #include "src/service/extender_service.h"
 #include "src/service/recent_pods.h"
 #include "src/service/table_refresher.h"
+#include "src/service/thread_pool_executor.h"
 #include "topology/profile_catalog.h"
 #include "topology/shape_interner.h"
 #include "topology/topology_resolver.h"
@@ -80,6 +83,8 @@ class App {
   observability::MetricsRegistry& metrics() { return metrics_; }
   cluster::ClusterState& state() { return *state_; }
   service::TableRefresher& table_refresher() { return *table_refresher_; }
+  // The service's CycleObserver: Flush it to see every answered cycle in the DecisionLog.
+  service::DecisionRecorder& decision_recorder() { return *recorder_; }
   const policies::PresetCatalog& presets() const { return presets_; }
 
  private:
@@ -100,6 +105,10 @@ class App {
                            "Pods the node agent saw on other GPUs than gputopo assigned "
                            "(gputopo.io/observed-gpus differs from gputopo.io/assigned-gpus).")
           .WithLabels({});
+  // All background work that no request waits for: table refreshes and decision commits (each
+  // at most one task at a time, so two threads never keep one waiting for the other). Destroyed
+  // after everything that posts to it.
+  service::ThreadPoolExecutor background_;
   topology::ShapeInterner interner_;
   topology::ProfileCatalog profiles_{interner_};
   topology::TopologyResolver resolver_{profiles_, interner_};
@@ -115,6 +124,8 @@ class App {
   // Bounded in bytes too: see docs/operations.md for the memory budget they are part of.
   service::RecentPods recent_pods_{4096, 8u << 20};
   service::DecisionLog decisions_{256, 256, 16u << 20};
+  service::CycleMetrics cycle_metrics_{metrics_};
+  std::unique_ptr<service::DecisionRecorder> recorder_;  // commits into decisions_
   std::unique_ptr<service::SchedulingContext> context_;
   std::unique_ptr<service::ExtenderService> service_;
   std::unique_ptr<service::EventQueue> events_;  // before binder_, which queues into it

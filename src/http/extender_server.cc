@@ -10,7 +10,6 @@
 #include "src/http/debug_views.h"
 #include "src/http/parser_pool.h"
 #include "src/http/request_metrics.h"
-#include "src/service/decision_recorder.h"
 
 namespace gputopo::http {
 namespace {
@@ -34,12 +33,6 @@ void SetText(HttpResponse& res, int status, std::string body) {
 constexpr size_t kPooledParserBytes = 8u << 20;
 // The admin listener takes no bodies worth the name.
 constexpr size_t kAdminMaxBodyBytes = 64u << 10;
-// Cycle records waiting for the recorder's thread before handlers commit their own.
-constexpr size_t kMaxPendingRecords = 64;
-// How long the recorder gathers records before committing them (DecisionRecorder): readers of
-// the log flush it first, so only the recorder's wake-ups depend on it, once per delay instead
-// of once per verb.
-constexpr std::chrono::milliseconds kRecordBatchDelay(20);
 
 long long MicrosSince(const Clock& clock, std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::microseconds>(clock.MonotonicNow() - start)
@@ -81,8 +74,6 @@ struct ExtenderServer::Impl {
             },
             &RenderError) {
     if (deps.metrics != nullptr) metrics.emplace(*deps.metrics);
-    recorder.emplace([this](std::shared_ptr<service::CycleRecord> record) { Commit(record); },
-                     kMaxPendingRecords, deps.background_thread_start, kRecordBatchDelay);
     if (options.admin_port >= 0) {
       HttpServerOptions admin_options = options.http;
       admin_options.host = options.admin_host;
@@ -108,18 +99,6 @@ struct ExtenderServer::Impl {
                      Excerpt("gputopo: " + std::string(message), kMaxMessageBytes)));
     return res;
   }
-  ~Impl() { recorder.reset(); }  // commits what is pending while everything it uses exists
-
-  // A cycle's bookkeeping, off the request path (DecisionRecorder): its record into the
-  // DecisionLog, and the filter metrics that need the record's failures by reason.
-  void Commit(const std::shared_ptr<service::CycleRecord>& record) {
-    deps.service.Commit(record);  // fills failure_reasons; the record is not changed after
-    if (metrics && record->verb == service::Verb::kFilter && record->error.empty()) {
-      metrics->FilterNodes(record->passed, record->failed, record->unresolvable);
-      metrics->FilterFailures(record->failure_reasons);
-    }
-  }
-
   void Record(Verb verb, RequestResult result, std::chrono::steady_clock::time_point start) {
     if (metrics) metrics->Request(verb, result, deps.context.clock.MonotonicNow() - start);
   }
@@ -137,7 +116,6 @@ struct ExtenderServer::Impl {
   ServerDependencies deps;
   ParserPool parsers;
   std::optional<RequestMetrics> metrics;
-  std::optional<service::DecisionRecorder> recorder;
   HttpServer server;  // after everything above: its lanes call into it until it has stopped
   std::optional<HttpServer> admin;  // /metrics and /debug, when they have a listener of their own
 };
@@ -155,14 +133,13 @@ void ExtenderServer::Impl::HandleFilter(const HttpRequest& req, HttpResponse& re
     Record(Verb::kFilter, RequestResult::kBadRequest, start);
     return;
   }
-  service::FilterReply reply = deps.service.Filter(**args);
-  const service::CycleRecord& r = *reply.record;
+  const service::FilterReply reply = deps.service.Filter(**args);
+  const service::CycleSummary& r = reply.summary;
   if (!reply.error.empty()) {
     spdlog::info("filter pod={} error=\"{}\" took={}us", Excerpt(r.pod_key), Excerpt(reply.error),
                  MicrosSince(clock, start));
     SetJson(res, extender::WriteFilterError(Excerpt(reply.error, kMaxMessageBytes)));
     Record(Verb::kFilter, RequestResult::kError, start);
-    recorder->Submit(std::move(reply.record));
     return;
   }
   SetJson(res, extender::WriteFilterResult(**args, reply.outcomes));
@@ -172,7 +149,6 @@ void ExtenderServer::Impl::HandleFilter(const HttpRequest& req, HttpResponse& re
   spdlog::info("filter pod={} mode={} candidates={} passed={} failed={} unresolvable={} took={}us",
                Excerpt(r.pod_key), (*args)->nodes_mode ? "nodes" : "names",
                (*args)->node_names.size(), r.passed, r.failed, r.unresolvable, took);
-  recorder->Submit(std::move(reply.record));  // last: the recorder's thread changes it
 }
 
 void ExtenderServer::Impl::HandlePrioritize(const HttpRequest& req, HttpResponse& res) {
@@ -188,14 +164,13 @@ void ExtenderServer::Impl::HandlePrioritize(const HttpRequest& req, HttpResponse
     Record(Verb::kPrioritize, RequestResult::kBadRequest, start);
     return;
   }
-  service::PrioritizeReply reply = deps.service.Prioritize(**args);
-  const service::CycleRecord& r = *reply.record;
+  const service::PrioritizeReply reply = deps.service.Prioritize(**args);
+  const service::CycleSummary& r = reply.summary;
   if (!reply.error.empty()) {
     spdlog::info("prioritize pod={} error=\"{}\" took={}us", Excerpt(r.pod_key),
                  Excerpt(reply.error), MicrosSince(clock, start));
     SetText(res, 400, Excerpt(reply.error, kMaxMessageBytes) + "\n");
     Record(Verb::kPrioritize, RequestResult::kError, start);
-    recorder->Submit(std::move(reply.record));
     return;
   }
   std::string_view best;
@@ -212,7 +187,6 @@ void ExtenderServer::Impl::HandlePrioritize(const HttpRequest& req, HttpResponse
   SetServerTiming(res, took);
   spdlog::info("prioritize pod={} candidates={} best={} score={} took={}us", Excerpt(r.pod_key),
                reply.scores.size(), Excerpt(best), best_score, took);
-  recorder->Submit(std::move(reply.record));  // last: the recorder's thread changes it
 }
 
 void ExtenderServer::Impl::HandleBind(const HttpRequest& req, HttpResponse& res) {
@@ -296,7 +270,7 @@ Route ExtenderServer::Impl::Routes(std::string_view method, std::string_view pat
   if (!admin_here) return {};
   if (path == "/metrics" && deps.metrics != nullptr) {
     return Guarded([this](const auto&, auto& res) {
-      recorder->Flush();
+      deps.recorder.Flush();
       res.body = deps.metrics->Render();
       res.content_type = std::string(observability::kExpositionContentType);
     });
@@ -313,7 +287,7 @@ void ExtenderServer::Impl::HandleDebug(std::string_view path, HttpResponse& res)
                                     deps.context.presets.Names()));
   }
   if (path == "/debug/decisions") {
-    recorder->Flush();
+    deps.recorder.Flush();
     return SetJson(res, RenderDecisions(deps.context.decisions.Recent(200)));
   }
   if (path == "/debug/nodes") return SetJson(res, RenderNodes(*deps.context.state.Snapshot()));
@@ -330,7 +304,7 @@ void ExtenderServer::Impl::HandleDebug(std::string_view path, HttpResponse& res)
     if (slash != std::string_view::npos && slash > 0 && slash + 1 < rest->size() &&
         rest->find('/', slash + 1) == std::string_view::npos) {
       const std::string key(*rest);
-      recorder->Flush();
+      deps.recorder.Flush();
       std::optional<service::PodHistory> history = deps.context.decisions.ForPod(key);
       if (!history) return SetText(res, 404, "no recent decision for pod " + key + "\n");
       const service::CycleRecord* cycle =
@@ -375,7 +349,7 @@ void ExtenderServer::Stop() {
 void ExtenderServer::Wait() {
   impl_->server.Wait();
   if (impl_->admin) impl_->admin->Wait();
-  impl_->recorder->Flush();  // every answered cycle is in the DecisionLog
+  impl_->deps.recorder.Flush();  // every answered cycle is in the DecisionLog
 }
 
 HttpServerStats ExtenderServer::TransportStats() const { return impl_->server.Stats(); }

@@ -28,6 +28,7 @@
 #include "src/http/http_server.h"
 #include "src/observability/metrics.h"
 #include "src/service/binder.h"
+#include "src/service/decision_recorder.h"
 #include "src/service/extender_service.h"
 
 namespace gputopo::http {
@@ -52,6 +53,8 @@ struct ServerOptions {
 // What the server serves besides the verbs.
 struct ServerDependencies {
   service::ExtenderService& service;
+  // The service's CycleObserver: /debug and /metrics flush it before reading the DecisionLog.
+  service::DecisionRecorder& recorder;
   const service::Binder& binder;
   const service::SchedulingContext& context;
   // The cluster as a kubectl-style List, for /debug/snapshot.
@@ -61,8 +64,6 @@ struct ServerDependencies {
   // Request metrics are recorded here, and GET /metrics renders it; null: no /metrics. Must
   // outlive the server.
   observability::MetricsRegistry* metrics = nullptr;
-  // Runs first on the server's background thread (DecisionRecorder); may be empty.
-  std::function<void()> background_thread_start;
   // Who may read /metrics and /debug (TokenReview + SubjectAccessReview); null: anyone who
   // reaches the listener. Must outlive the server.
   AccessControl* access = nullptr;

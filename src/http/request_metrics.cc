@@ -11,11 +11,7 @@ constexpr std::array<const char*, 3> kResults = {"ok", "bad_request", "error"};
 }  // namespace
 
 RequestMetrics::RequestMetrics(observability::MetricsRegistry& registry)
-    : failures_(registry.RegisterCounter(
-          "gputopo_filter_failures_total",
-          "Nodes that failed filter, by reason (both FailedNodes and FailedAndUnresolvableNodes).",
-          {"reason"})),
-      binds_(registry.RegisterCounter("gputopo_binds_total",
+    : binds_(registry.RegisterCounter("gputopo_binds_total",
                                       "Bind requests by outcome: ok, or the failure's code.",
                                       {"result"})) {
   auto& requests = registry.RegisterCounter(
@@ -33,34 +29,12 @@ RequestMetrics::RequestMetrics(observability::MetricsRegistry& registry)
       requests_[v][r] = &requests.WithLabels({kVerbs[v], kResults[r]});
     }
   }
-  auto& nodes = registry.RegisterCounter(
-      "gputopo_filter_nodes_total",
-      "Candidate nodes judged by filter: passed, failed (does not fit), unresolvable (unknown "
-      "node or topology).",
-      {"result"});
-  filter_nodes_ = {&nodes.WithLabels({"passed"}), &nodes.WithLabels({"failed"}),
-                   &nodes.WithLabels({"unresolvable"})};
 }
 
 void RequestMetrics::Request(Verb verb, RequestResult result, std::chrono::nanoseconds took) {
   const auto v = static_cast<size_t>(verb);
   requests_[v][static_cast<size_t>(result)]->Increment();
   durations_[v]->Observe(std::chrono::duration<double>(took).count());
-}
-
-void RequestMetrics::FilterNodes(size_t passed, size_t failed, size_t unresolvable) {
-  filter_nodes_[0]->Increment(static_cast<double>(passed));
-  filter_nodes_[1]->Increment(static_cast<double>(failed));
-  filter_nodes_[2]->Increment(static_cast<double>(unresolvable));
-}
-
-void RequestMetrics::FilterFailures(const std::map<std::string, size_t>& by_reason) {
-  constexpr std::string_view kPrefix = "gputopo: ";
-  for (const auto& [reason, count] : by_reason) {
-    std::string_view label = reason;
-    if (label.starts_with(kPrefix)) label.remove_prefix(kPrefix.size());
-    failures_.WithLabels({label}).Increment(static_cast<double>(count));
-  }
 }
 
 void RequestMetrics::Bind(StatusCode code) {

@@ -2,10 +2,9 @@
 //
 //   gputopo_extender_requests_total{verb,result}        result: ok | bad_request | error
 //   gputopo_extender_request_duration_seconds{verb}      handler time, parse to reply written
-//   gputopo_filter_nodes_total{result}                   passed | failed | unresolvable
-//   gputopo_filter_failures_total{reason}                failed nodes by reason ("not enough free
-//                                                        GPU slots", ...: a fixed set of texts)
 //   gputopo_binds_total{result}                          ok | a StatusCode name (CONFLICT, ...)
+//
+// (The filter outcomes per node are counted as records are committed: service/cycle_metrics.h.)
 //
 // verb is filter, prioritize or bind. "bad_request" is a body that could not be decoded;
 // "error" a request answered with the protocol's error (a bind that failed, a pod whose hints
@@ -19,8 +18,6 @@
 #include <array>
 #include <chrono>
 #include <cstddef>
-#include <map>
-#include <string>
 
 #include "gputopo/status.h"
 #include "src/observability/metrics.h"
@@ -35,16 +32,11 @@ class RequestMetrics {
   explicit RequestMetrics(observability::MetricsRegistry& registry);
 
   void Request(Verb verb, RequestResult result, std::chrono::nanoseconds took);
-  void FilterNodes(size_t passed, size_t failed, size_t unresolvable);
-  // Failed nodes by reason (CycleRecord::failure_reasons); a leading "gputopo: " is dropped.
-  void FilterFailures(const std::map<std::string, size_t>& by_reason);
   void Bind(StatusCode code);
 
  private:
   std::array<std::array<observability::Counter*, 3>, 3> requests_{};  // [verb][result]
   std::array<observability::Histogram*, 3> durations_{};              // [verb]
-  std::array<observability::Counter*, 3> filter_nodes_{};  // passed, failed, unresolvable
-  observability::CounterFamily& failures_;
   observability::CounterFamily& binds_;
 };
 

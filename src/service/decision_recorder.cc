@@ -1,82 +1,129 @@
 #include "src/service/decision_recorder.h"
 
 #include <algorithm>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 
 namespace gputopo::service {
 
-DecisionRecorder::DecisionRecorder(CommitFn commit, size_t max_pending,
-                                   const std::function<void()>& thread_start,
-                                   std::chrono::milliseconds batch_delay)
-    : commit_(std::move(commit)),
-      max_pending_(max_pending),
-      batch_delay_(batch_delay),
-      thread_([this, thread_start] {
-        if (thread_start) thread_start();
-        Run();
-      }) {}
-
-DecisionRecorder::~DecisionRecorder() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
+void TrimForLog(CycleRecord& record, size_t keep) {
+  // Failures by reason: reasons are few and shared by many nodes, so count by text first.
+  std::unordered_map<std::string_view, size_t> reasons;
+  for (const CycleRecord::NodeRef& ref : record.nodes) {
+    if (!ref.evaluation.fits()) ++reasons[ref.evaluation.evaluation->reason];
   }
-  work_.notify_one();
-  thread_.join();
+  for (const auto& [reason, count] : reasons) record.failure_reasons[std::string(reason)] += count;
+  if (record.nodes.size() > 2 * keep) {
+    std::vector<size_t> failed;
+    std::vector<size_t> passed;
+    for (size_t i = 0; i < record.nodes.size(); ++i) {
+      if (record.nodes[i].evaluation.fits()) {
+        passed.push_back(i);
+      } else if (failed.size() < keep) {
+        failed.push_back(i);
+      }
+    }
+    // The best scores, ties to the earlier node: (score, position) pairs in one array.
+    std::vector<std::pair<double, size_t>> ranked;
+    ranked.reserve(passed.size());
+    for (size_t i : passed) ranked.emplace_back(-record.nodes[i].evaluation.weighted_score, i);
+    const size_t kept_scores = std::min(keep, ranked.size());
+    std::nth_element(ranked.begin(), ranked.begin() + static_cast<long>(kept_scores), ranked.end());
+    std::vector<size_t> kept = failed;
+    for (size_t k = 0; k < kept_scores; ++k) kept.push_back(ranked[k].second);
+    std::sort(kept.begin(), kept.end());
+    std::vector<CycleRecord::NodeRef> nodes;
+    std::vector<int> priorities;
+    nodes.reserve(kept.size());
+    for (size_t i : kept) {
+      nodes.push_back(record.nodes[i]);
+      if (!record.priorities.empty()) priorities.push_back(record.priorities[i]);
+    }
+    record.nodes = std::move(nodes);
+    record.priorities = std::move(priorities);
+  }
+  if (record.snapshot != nullptr) {
+    const auto& states = record.snapshot->nodes();
+    for (CycleRecord::NodeRef& ref : record.nodes) {
+      if ((ref.node & CycleRecord::kUnknownNode) != 0) continue;
+      record.node_states.push_back(states[ref.node]);
+      ref.node = static_cast<uint32_t>(record.node_states.size() - 1);
+    }
+    record.snapshot.reset();
+  }
 }
 
-void DecisionRecorder::Submit(std::shared_ptr<CycleRecord> record) {
-  bool wake = false;
+DecisionRecorder::DecisionRecorder(CommitFn commit, Executor& executor, RecorderOptions options)
+    : commit_(std::move(commit)), options_(options), tasks_(executor) {}
+
+DecisionRecorder::DecisionRecorder(DecisionLog& log, CycleMetrics* metrics, Executor& executor,
+                                   RecorderOptions options)
+    : DecisionRecorder(
+          [&log, metrics](std::shared_ptr<const CycleRecord> record) {
+            if (metrics != nullptr) metrics->Record(*record);
+            log.Add(std::move(record));
+          },
+          executor, options) {}
+
+DecisionRecorder::~DecisionRecorder() {
+  Flush();
+  tasks_.Close();
+}
+
+void DecisionRecorder::Commit(std::shared_ptr<CycleRecord> record) const {
+  TrimForLog(*record, options_.recorded_nodes);
+  commit_(std::shared_ptr<const CycleRecord>(std::move(record)));
+}
+
+size_t DecisionRecorder::BatchSize() const { return std::max<size_t>(1, options_.max_pending / 2); }
+
+void DecisionRecorder::Observe(std::shared_ptr<CycleRecord> record) {
+  bool post_now = false;
+  bool post_later = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (pending_.size() < max_pending_) {
-      pending_.push_back(std::move(record));
+    if (queued_.size() < options_.max_pending) {
+      queued_.push_back(std::move(record));
       ++queued_count_;
-      // Within a batch the thread is already awake, waiting out the delay: leave it be.
-      wake = idle_ || batch_delay_.count() == 0 || pending_.size() >= BatchSize();
+      const bool delayed = options_.batch_delay.count() > 0;
+      if (!posted_) {
+        posted_ = true;
+        (delayed ? post_later : post_now) = true;
+      } else if (delayed && !urged_ && queued_.size() >= BatchSize()) {
+        urged_ = post_now = true;  // within a batch: end its delay early, once
+      }
     }
   }
-  if (record == nullptr) {
-    if (wake) work_.notify_one();
-    return;
+  if (record != nullptr) return Commit(std::move(record));  // the queue is full: the caller pays
+  if (post_now) tasks_.Post([this] { CommitQueued(true); });
+  if (post_later) tasks_.PostAfter(options_.batch_delay, [this] { CommitQueued(true); });
+}
+
+void DecisionRecorder::CommitQueued(bool task) {
+  std::vector<std::shared_ptr<CycleRecord>> batch;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    batch.swap(queued_);
+    // A flush leaves the posted task be: it will find what arrives meanwhile.
+    if (task) posted_ = urged_ = false;
   }
-  commit_(std::move(record));  // the queue is full: the caller pays, nothing is lost
+  if (batch.empty()) return;
+  for (std::shared_ptr<CycleRecord>& record : batch) Commit(std::move(record));
+  std::lock_guard<std::mutex> lock(mutex_);
+  committed_count_ += batch.size();
+  committed_.notify_all();
 }
 
 void DecisionRecorder::Flush() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  const uint64_t target = queued_count_;
-  if (committed_count_ >= target) return;
-  ++flushing_;
-  work_.notify_one();  // ends a batch delay
-  committed_.wait(lock, [&] { return committed_count_ >= target; });
-  --flushing_;
-}
-
-size_t DecisionRecorder::BatchSize() const { return std::max<size_t>(1, max_pending_ / 2); }
-
-void DecisionRecorder::Run() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  while (true) {
-    idle_ = true;
-    work_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
-    idle_ = false;
-    if (pending_.empty()) return;  // stopping, and everything is committed
-    if (batch_delay_.count() > 0) {
-      // A delay, not a deadline: nothing is late if it ends early or late.
-      work_.wait_for(lock, batch_delay_,
-                     [&] { return stopping_ || flushing_ > 0 || pending_.size() >= BatchSize(); });
-    }
-    while (!pending_.empty()) {  // the whole batch, and what arrives while committing it
-      std::shared_ptr<CycleRecord> record = std::move(pending_.front());
-      pending_.pop_front();
-      lock.unlock();
-      commit_(std::move(record));
-      lock.lock();
-      ++committed_count_;
-      committed_.notify_all();
-    }
+  uint64_t target = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    target = queued_count_;
   }
+  CommitQueued(false);
+  std::unique_lock<std::mutex> lock(mutex_);
+  committed_.wait(lock, [&] { return committed_count_ >= target; });
 }
 
 }  // namespace gputopo::service

@@ -1,7 +1,6 @@
 #include "src/service/extender_service.h"
 
-#include <algorithm>
-#include <unordered_map>
+#include <utility>
 
 #include "policies/engine/normalize.h"
 
@@ -13,16 +12,16 @@ constexpr std::string_view kUnknownNodeReason =
 
 }  // namespace
 
-std::shared_ptr<CycleRecord> ExtenderService::RunCycle(Verb verb,
-                                                       const extender::ExtenderArgs& args) {
+std::shared_ptr<CycleRecord> ExtenderService::RunCycle(
+    Verb verb, const extender::ExtenderArgs& args,
+    std::shared_ptr<const policies::ClusterSnapshot> snapshot, uint64_t sequence) {
   const auto start = context_.clock.MonotonicNow();
   auto record = std::make_shared<CycleRecord>();
   record->verb = verb;
-  record->sequence = context_.decisions.NextSequence();
+  record->sequence = sequence;
   record->time = context_.clock.Now();
   record->pod_key = args.pod.Key();
   record->pod_uid = args.pod.uid;
-  context_.recent_pods.Remember(args.pod);
 
   policies::ScoreNormalization normalization = policies::ScoreNormalization::kNone;
   Result<policies::PodRequirements> requirements = policies::RequirementsOf(args.pod);
@@ -39,11 +38,10 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(Verb verb,
       record->preset_used = *preset;
       normalization = (*preset)->normalization();
       record->normalization = std::string(policies::ScoreNormalizationName(normalization));
-      record->snapshot = context_.state.Snapshot();
-      const policies::ClusterSnapshot& snapshot = *record->snapshot;
+      record->snapshot = std::move(snapshot);
       const std::string pod_key = record->pod_key + "/" + record->pod_uid;
       evaluation::Evaluations evaluations = context_.evaluations.Evaluate(
-          {*requirements, *preset, snapshot, args.node_names, pod_key});
+          {*requirements, *preset, *record->snapshot, args.node_names, pod_key});
       const std::vector<size_t>& positions = evaluations.positions;
       record->evaluated = evaluations.evaluated;
       record->from_filter = evaluations.reused;
@@ -94,83 +92,52 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(Verb verb,
   return record;
 }
 
-void ExtenderService::Commit(std::shared_ptr<CycleRecord> record) {
-  // Failures by reason: reasons are few and shared by many nodes, so count by text first.
-  std::unordered_map<std::string_view, size_t> reasons;
-  for (const CycleRecord::NodeRef& ref : record->nodes) {
-    if (!ref.evaluation.fits()) ++reasons[ref.evaluation.evaluation->reason];
-  }
-  for (const auto& [reason, count] : reasons) record->failure_reasons[std::string(reason)] += count;
-  if (record->nodes.size() > 2 * kRecordedNodes) {
-    std::vector<size_t> failed;
-    std::vector<size_t> passed;
-    for (size_t i = 0; i < record->nodes.size(); ++i) {
-      if (record->nodes[i].evaluation.fits()) {
-        passed.push_back(i);
-      } else if (failed.size() < kRecordedNodes) {
-        failed.push_back(i);
-      }
-    }
-    // The best scores, ties to the earlier node: (score, position) pairs in one array.
-    std::vector<std::pair<double, size_t>> ranked;
-    ranked.reserve(passed.size());
-    for (size_t i : passed) ranked.emplace_back(-record->nodes[i].evaluation.weighted_score, i);
-    const size_t keep = std::min(kRecordedNodes, ranked.size());
-    std::nth_element(ranked.begin(), ranked.begin() + static_cast<long>(keep), ranked.end());
-    std::vector<size_t> kept = failed;
-    for (size_t k = 0; k < keep; ++k) kept.push_back(ranked[k].second);
-    std::sort(kept.begin(), kept.end());
-    std::vector<CycleRecord::NodeRef> nodes;
-    std::vector<int> priorities;
-    nodes.reserve(kept.size());
-    for (size_t i : kept) {
-      nodes.push_back(record->nodes[i]);
-      if (!record->priorities.empty()) priorities.push_back(record->priorities[i]);
-    }
-    record->nodes = std::move(nodes);
-    record->priorities = std::move(priorities);
-  }
-  if (record->snapshot != nullptr) {
-    const auto& states = record->snapshot->nodes();
-    for (CycleRecord::NodeRef& ref : record->nodes) {
-      if ((ref.node & CycleRecord::kUnknownNode) != 0) continue;
-      record->node_states.push_back(states[ref.node]);
-      ref.node = static_cast<uint32_t>(record->node_states.size() - 1);
-    }
-    record->snapshot.reset();
-  }
-  context_.decisions.Add(std::shared_ptr<const CycleRecord>(std::move(record)));
+std::shared_ptr<CycleRecord> ExtenderService::RunCurrentCycle(Verb verb,
+                                                              const extender::ExtenderArgs& args) {
+  context_.recent_pods.Remember(args.pod);
+  return RunCycle(verb, args, context_.state.Snapshot(), context_.decisions.NextSequence());
 }
 
+namespace {
+
+CycleSummary SummaryOf(const CycleRecord& record) {
+  return {record.pod_key, record.passed, record.failed, record.unresolvable};
+}
+
+}  // namespace
+
 FilterReply ExtenderService::Filter(const extender::ExtenderArgs& args) {
+  std::shared_ptr<CycleRecord> record = RunCurrentCycle(Verb::kFilter, args);
   FilterReply reply;
-  reply.record = RunCycle(Verb::kFilter, args);
-  const CycleRecord& record = *reply.record;
-  if (!record.error.empty()) {
-    reply.error = record.error;
-    return reply;
+  reply.summary = SummaryOf(*record);
+  if (!record->error.empty()) {
+    reply.error = record->error;
+  } else {
+    reply.outcomes.reserve(record->nodes.size());
+    for (const CycleRecord::NodeRef& ref : record->nodes) {
+      const policies::EvaluationRef& e = ref.evaluation;
+      reply.outcomes.push_back({e.fits(), e.verdict == policies::Verdict::kUnresolvable,
+                                e.fits() ? std::string_view() : e.evaluation->reason});
+    }
+    reply.lease = record->lease;
   }
-  reply.outcomes.reserve(record.nodes.size());
-  for (const CycleRecord::NodeRef& ref : record.nodes) {
-    const policies::EvaluationRef& e = ref.evaluation;
-    reply.outcomes.push_back({e.fits(), e.verdict == policies::Verdict::kUnresolvable,
-                              e.fits() ? std::string_view() : e.evaluation->reason});
-  }
+  observer_.Observe(std::move(record));  // last: the observer may change it
   return reply;
 }
 
 PrioritizeReply ExtenderService::Prioritize(const extender::ExtenderArgs& args) {
+  std::shared_ptr<CycleRecord> record = RunCurrentCycle(Verb::kPrioritize, args);
   PrioritizeReply reply;
-  reply.record = RunCycle(Verb::kPrioritize, args);
-  const CycleRecord& record = *reply.record;
-  if (!record.error.empty()) {
-    reply.error = record.error;
-    return reply;
+  reply.summary = SummaryOf(*record);
+  if (!record->error.empty()) {
+    reply.error = record->error;
+  } else {
+    reply.scores.reserve(record->nodes.size());
+    for (size_t i = 0; i < record->nodes.size(); ++i) {
+      reply.scores.emplace_back(args.node_names[i], record->priorities[i]);
+    }
   }
-  reply.scores.reserve(record.nodes.size());
-  for (size_t i = 0; i < record.nodes.size(); ++i) {
-    reply.scores.emplace_back(args.node_names[i], record.priorities[i]);
-  }
+  observer_.Observe(std::move(record));  // last: the observer may change it
   return reply;
 }
 

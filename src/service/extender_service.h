@@ -1,8 +1,11 @@
 // ExtenderService: the filter and prioritize verbs, independent of HTTP.
 //
-// Both evaluate the pod on every candidate node against one cluster snapshot (no side effects
-// on the cluster), through the context's EvaluationSource (which may reuse the evaluations of
-// the pod's filter for its prioritize), and record what they decided in the DecisionLog.
+// A cycle (RunCycle) evaluates the pod on its candidate nodes against one cluster snapshot,
+// through the context's EvaluationSource (which may reuse the evaluations of the pod's filter
+// for its prioritize), and returns the record of what it decided: no side effects but the
+// evaluation source's caches. Filter and Prioritize run one on the current snapshot, build the
+// reply from the record, and hand the record to the CycleObserver (the DecisionRecorder, which
+// trims it and commits it to the DecisionLog off the request path).
 //
 // Thread safety: thread-safe; calls run concurrently.
 #ifndef GPUTOPO_SRC_SERVICE_EXTENDER_SERVICE_H_
@@ -14,44 +17,59 @@
 #include <utility>
 #include <vector>
 
+#include "evaluation/evaluation_source.h"
+#include "policies/state/cluster_snapshot.h"
 #include "src/codec/extender_codec.h"
+#include "src/service/cycle_observer.h"
 #include "src/service/decision_log.h"
 #include "src/service/scheduling_context.h"
 
 namespace gputopo::service {
 
+// What the request's log line tells.
+struct CycleSummary {
+  std::string pod_key;
+  size_t passed = 0;
+  size_t failed = 0;
+  size_t unresolvable = 0;
+};
+
 struct FilterReply {
   std::string error;  // the whole request failed (bad pod annotations, unknown preset)
   std::vector<extender::FilterOutcome> outcomes;  // parallel to the request's node names
-  std::shared_ptr<CycleRecord> record;            // owns the strings outcomes point to
+  CycleSummary summary;
+  evaluation::EvaluationLease lease;  // owns the strings outcomes point to
 };
 
 struct PrioritizeReply {
   std::string error;
-  std::vector<std::pair<std::string_view, int>> scores;  // parallel to the request's node names
-  std::shared_ptr<CycleRecord> record;
+  // Parallel to the request's node names (the names are the request's).
+  std::vector<std::pair<std::string_view, int>> scores;
+  CycleSummary summary;
 };
 
 class ExtenderService {
  public:
-  explicit ExtenderService(const SchedulingContext& context) : context_(context) {}
+  // Both must outlive the service.
+  ExtenderService(const SchedulingContext& context, CycleObserver& observer)
+      : context_(context), observer_(observer) {}
 
   FilterReply Filter(const extender::ExtenderArgs& args);
   PrioritizeReply Prioritize(const extender::ExtenderArgs& args);
 
-  // Hands a cycle's record to the DecisionLog, once its reply has been written: trimmed to the
-  // nodes /debug shows (the failures, by reason, and the best scores; counts cover all nodes),
-  // so that a log of many cycles over thousands of nodes stays small.
-  void Commit(std::shared_ptr<CycleRecord> record);
-
-  // Nodes of each kind (failed, passed) a committed record keeps in detail.
-  static constexpr size_t kRecordedNodes = 200;
+  // One cycle: the request's pod evaluated on its candidates (args.node_names) against
+  // `snapshot` (non-null), numbered `sequence` (DecisionLog::NextSequence). The record holds
+  // every candidate's verdict and, for a prioritize, its priority.
+  std::shared_ptr<CycleRecord> RunCycle(Verb verb, const extender::ExtenderArgs& args,
+                                        std::shared_ptr<const policies::ClusterSnapshot> snapshot,
+                                        uint64_t sequence);
 
  private:
-  // Evaluates the pod on every candidate.
-  std::shared_ptr<CycleRecord> RunCycle(Verb verb, const extender::ExtenderArgs& args);
+  // RunCycle on the current snapshot, for a pod remembered as recently seen.
+  std::shared_ptr<CycleRecord> RunCurrentCycle(Verb verb, const extender::ExtenderArgs& args);
 
   const SchedulingContext& context_;
+  CycleObserver& observer_;
 };
 
 }  // namespace gputopo::service

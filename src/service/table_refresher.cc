@@ -4,37 +4,26 @@
 
 namespace gputopo::service {
 
-TableRefresher::TableRefresher(evaluation::EvaluationSource& source,
-                               const std::function<void()>& thread_start)
-    : source_(source), thread_([this, thread_start] {
-        if (thread_start) thread_start();
-        Run();
-      }) {}
-
-TableRefresher::~TableRefresher() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
-  }
-  work_.notify_one();
-  thread_.join();
-}
+TableRefresher::TableRefresher(evaluation::EvaluationSource& source, Executor& executor)
+    : source_(source), tasks_(executor) {}
 
 void TableRefresher::Notify(std::shared_ptr<const policies::ClusterSnapshot> snapshot) {
   std::shared_ptr<const policies::ClusterSnapshot> superseded;
+  bool post = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     superseded = std::exchange(latest_, std::move(snapshot));
     ++notified_;
+    post = !std::exchange(posted_, true);
   }
-  work_.notify_one();
+  if (post) tasks_.Post([this] { Refresh(); });
   // `superseded` is released here, outside the lock.
 }
 
 void TableRefresher::WaitIdle() {
   std::unique_lock<std::mutex> lock(mutex_);
   const uint64_t target = notified_;
-  idle_.wait(lock, [&] { return done_ >= target || stopping_; });
+  idle_.wait(lock, [&] { return done_ >= target; });
 }
 
 uint64_t TableRefresher::nodes_evaluated() const {
@@ -42,24 +31,23 @@ uint64_t TableRefresher::nodes_evaluated() const {
   return nodes_evaluated_;
 }
 
-void TableRefresher::Run() {
+void TableRefresher::Refresh() {
   std::unique_lock<std::mutex> lock(mutex_);
-  while (true) {
-    work_.wait(lock, [&] { return stopping_ || latest_ != nullptr; });
-    if (stopping_) {
-      idle_.notify_all();
-      return;
-    }
-    std::shared_ptr<const policies::ClusterSnapshot> snapshot = std::move(latest_);
-    const uint64_t covers = notified_;
-    lock.unlock();
-    const uint64_t evaluated = source_.Refresh(snapshot);
-    snapshot.reset();
-    lock.lock();
-    nodes_evaluated_ += evaluated;
-    done_ = covers;
-    idle_.notify_all();
-  }
+  std::shared_ptr<const policies::ClusterSnapshot> snapshot = std::move(latest_);
+  const uint64_t covers = notified_;
+  lock.unlock();
+  const uint64_t evaluated = snapshot != nullptr ? source_.Refresh(snapshot) : 0;
+  snapshot.reset();
+  lock.lock();
+  nodes_evaluated_ += evaluated;
+  done_ = covers;
+  idle_.notify_all();
+  // A snapshot notified meanwhile gets a task of its own, so that other background work
+  // (committing decision records) takes turns with a stream of refreshes.
+  const bool again = latest_ != nullptr;
+  posted_ = again;
+  lock.unlock();
+  if (again) tasks_.Post([this] { Refresh(); });
 }
 
 }  // namespace gputopo::service

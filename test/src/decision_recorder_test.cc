@@ -1,21 +1,28 @@
-// DecisionRecorder: records committed off the request path, none lost, Flush as a barrier.
+// DecisionRecorder: every cycle record committed once, off the request path, trimmed; Flush as
+// a barrier that needs no executor; batches that end on their delay, on half a queue, or on a
+// flush. Driven by hand through a ManualExecutor, and once on real threads.
 #include "src/service/decision_recorder.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <future>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "src/service/recent_pods.h"
+#include "src/service/thread_pool_executor.h"
+#include "test/support/manual_executor.h"
 
 namespace gputopo::service {
 namespace {
+
+using std::chrono::milliseconds;
+using testing::ManualExecutor;
 
 std::shared_ptr<CycleRecord> Record(const std::string& pod) {
   auto record = std::make_shared<CycleRecord>();
@@ -23,16 +30,16 @@ std::shared_ptr<CycleRecord> Record(const std::string& pod) {
   return record;
 }
 
-// Commits into a set, remembering on which thread.
+// Commits into a list, remembering on which thread.
 struct Committed {
   std::mutex mutex;
-  std::multiset<std::string> pods;
+  std::vector<std::string> pods;  // GUARDED_BY(mutex), in commit order
   std::vector<std::thread::id> threads;
 
   DecisionRecorder::CommitFn Fn() {
-    return [this](std::shared_ptr<CycleRecord> record) {
+    return [this](std::shared_ptr<const CycleRecord> record) {
       std::lock_guard<std::mutex> lock(mutex);
-      pods.insert(record->pod_key);
+      pods.push_back(record->pod_key);
       threads.push_back(std::this_thread::get_id());
     };
   }
@@ -42,245 +49,180 @@ struct Committed {
   }
 };
 
-TEST(DecisionRecorderTest, EveryRecordFromManyThreadsIsCommittedOnceByFlush) {
-  Committed committed;
-  DecisionRecorder recorder(committed.Fn(), 8);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < 200; ++i) recorder.Submit(Record(std::to_string(t * 1000 + i)));
-    });
-  }
-  for (auto& thread : threads) thread.join();
-  recorder.Flush();
-  ASSERT_EQ(committed.size(), 800u);
-  for (int t = 0; t < 4; ++t) {
-    for (int i = 0; i < 200; ++i) EXPECT_EQ(committed.pods.count(std::to_string(t * 1000 + i)), 1u);
-  }
+RecorderOptions Options(size_t max_pending, milliseconds batch_delay = milliseconds(0)) {
+  RecorderOptions options;
+  options.max_pending = max_pending;
+  options.batch_delay = batch_delay;
+  return options;
 }
 
-TEST(DecisionRecorderTest, CommitsOnItsOwnThread) {
+TEST(DecisionRecorderTest, CommitsAsOneTaskOnTheExecutorNotInTheObserver) {
+  ManualExecutor executor;
   Committed committed;
-  DecisionRecorder recorder(committed.Fn(), 8);
-  recorder.Submit(Record("a"));
-  recorder.Flush();
-  ASSERT_EQ(committed.threads.size(), 1u);
-  EXPECT_NE(committed.threads[0], std::this_thread::get_id());
+  DecisionRecorder recorder(committed.Fn(), executor, Options(8));
+  recorder.Observe(Record("a"));
+  recorder.Observe(Record("b"));
+  EXPECT_EQ(committed.size(), 0u) << "committed on the request path";
+  EXPECT_EQ(executor.ready(), 1u) << "one task for the records queued together";
+  EXPECT_EQ(executor.RunReady(), 1);
+  EXPECT_EQ(committed.pods, (std::vector<std::string>{"a", "b"}));
+  recorder.Observe(Record("c"));  // the next batch posts a task of its own
+  EXPECT_EQ(executor.RunReady(), 1);
+  EXPECT_EQ(committed.size(), 3u);
 }
 
-TEST(DecisionRecorderTest, ThreadStartRunsOnTheRecorderThreadBeforeAnyCommit) {
+TEST(DecisionRecorderTest, FlushCommitsInTheCallerWithoutTheExecutor) {
+  ManualExecutor executor;  // never run: Flush must not need it
   Committed committed;
-  std::mutex mutex;
-  std::vector<std::thread::id> started;  // GUARDED_BY(mutex)
-  size_t commits_when_started = 99;      // GUARDED_BY(mutex)
+  DecisionRecorder recorder(committed.Fn(), executor, Options(8));
+  recorder.Observe(Record("a"));
+  recorder.Flush();
+  ASSERT_EQ(committed.size(), 1u);
+  EXPECT_EQ(committed.threads[0], std::this_thread::get_id());
+  executor.RunReady();  // the posted task finds nothing left
+  EXPECT_EQ(committed.size(), 1u) << "committed twice";
+}
+
+TEST(DecisionRecorderTest, AFullQueueCommitsInTheObserverNothingIsDropped) {
+  ManualExecutor executor;
+  Committed committed;
+  DecisionRecorder recorder(committed.Fn(), executor, Options(2));
+  recorder.Observe(Record("q1"));
+  recorder.Observe(Record("q2"));
+  recorder.Observe(Record("inline"));  // no room: committed here, now
+  EXPECT_EQ(committed.pods, (std::vector<std::string>{"inline"}));
+  executor.RunReady();
+  EXPECT_EQ(committed.pods, (std::vector<std::string>{"inline", "q1", "q2"}));
+}
+
+TEST(DecisionRecorderTest, ABatchWaitsForItsDelayOrHalfAQueue) {
+  ManualExecutor executor;
+  Committed committed;
+  DecisionRecorder recorder(committed.Fn(), executor, Options(8, milliseconds(20)));
+  recorder.Observe(Record("a"));
+  EXPECT_EQ(executor.RunReady(), 0) << "nothing is due before the delay";
+  executor.Advance(milliseconds(19));
+  EXPECT_EQ(executor.RunReady(), 0);
+  executor.Advance(milliseconds(1));
+  executor.RunReady();
+  EXPECT_EQ(committed.size(), 1u);
+  // Half of max_pending ends the next batch's delay at once.
+  for (int i = 0; i < 4; ++i) recorder.Observe(Record(std::to_string(i)));
+  executor.RunReady();
+  EXPECT_EQ(committed.size(), 5u);
+  executor.Advance(milliseconds(20));  // the batch's delayed task: nothing left for it
+  executor.RunReady();
+  EXPECT_EQ(committed.size(), 5u);
+}
+
+TEST(DecisionRecorderTest, DestructionCommitsWhatIsPendingAndLeavesQueuedTasksHarmless) {
+  ManualExecutor executor;  // outlives the recorder, with its tasks still queued
+  Committed committed;
   {
-    DecisionRecorder recorder(committed.Fn(), 8, [&] {
-      std::lock_guard<std::mutex> lock(mutex);
-      started.push_back(std::this_thread::get_id());
-      commits_when_started = committed.size();
-    });
-    recorder.Submit(Record("a"));
-    recorder.Submit(Record("b"));
-    recorder.Flush();
+    DecisionRecorder recorder(committed.Fn(), executor, Options(1000, milliseconds(20)));
+    for (int i = 0; i < 300; ++i) recorder.Observe(Record(std::to_string(i)));
   }
-  ASSERT_EQ(started.size(), 1u);
-  EXPECT_EQ(commits_when_started, 0u);
-  ASSERT_EQ(committed.threads.size(), 2u);
-  EXPECT_EQ(committed.threads[0], started[0]);
-  EXPECT_EQ(committed.threads[1], started[0]);
+  EXPECT_EQ(committed.size(), 300u);
+  executor.Advance(milliseconds(20));
+  executor.RunReady();  // would touch the destroyed recorder without its TaskScope
+  EXPECT_EQ(committed.size(), 300u);
+}
+
+TEST(DecisionRecorderTest, TrimsEachRecordToWhatDebugShowsAndCountsEveryReason) {
+  ManualExecutor executor;
+  std::vector<std::shared_ptr<const CycleRecord>> got;
+  RecorderOptions options = Options(8);
+  options.recorded_nodes = 2;
+  DecisionRecorder recorder([&](std::shared_ptr<const CycleRecord> r) { got.push_back(r); },
+                            executor, options);
+  // Ten candidates: six fail (two reasons), four pass with scores 1..4.
+  std::vector<std::shared_ptr<const policies::NodeEvaluation>> owned;
+  auto evaluation = [&](policies::Verdict verdict, std::string reason, double score) {
+    policies::NodeEvaluation e;
+    e.verdict = verdict;
+    e.reason = std::move(reason);
+    e.weighted_score = score;
+    owned.push_back(std::make_shared<const policies::NodeEvaluation>(std::move(e)));
+    return policies::EvaluationRef::To(*owned.back());
+  };
+  auto record = Record("ml/p");
+  record->verb = Verb::kPrioritize;
+  for (int i = 0; i < 10; ++i) {
+    CycleRecord::NodeRef ref;
+    ref.node = CycleRecord::kUnknownNode | static_cast<uint32_t>(i);
+    record->unknown_nodes.push_back("n" + std::to_string(i));
+    if (i < 6) {
+      ref.evaluation =
+          evaluation(policies::Verdict::kUnschedulable, i % 2 ? "full" : "unhealthy", 0);
+    } else {
+      ref.evaluation = evaluation(policies::Verdict::kFits, "", i - 5);
+    }
+    record->nodes.push_back(ref);
+    record->priorities.push_back(i);
+  }
+  recorder.Observe(std::move(record));
+  executor.RunReady();
+  ASSERT_EQ(got.size(), 1u);
+  const CycleRecord& trimmed = *got[0];
+  EXPECT_EQ(trimmed.failure_reasons,
+            (std::map<std::string, size_t>{{"full", 3}, {"unhealthy", 3}}));
+  std::vector<std::string> kept;
+  for (const CycleRecord::NodeRef& ref : trimmed.nodes) kept.push_back(trimmed.NodeName(ref));
+  // The first two failures and the two best scores (n8, n9), in request order.
+  EXPECT_EQ(kept, (std::vector<std::string>{"n0", "n1", "n8", "n9"}));
+  EXPECT_EQ(trimmed.priorities, (std::vector<int>{0, 1, 8, 9}));
+}
+
+TEST(DecisionRecorderTest, RecordsFromManyThreadsOnRealThreadsAreCommittedOnce) {
+  Committed committed;
+  std::atomic<int> starts{0};
+  {
+    ThreadPoolExecutor executor(2, [&] { ++starts; });
+    DecisionRecorder recorder(committed.Fn(), executor, Options(8, milliseconds(1)));
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < 200; ++i) recorder.Observe(Record(std::to_string(t * 1000 + i)));
+      });
+    }
+    for (auto& thread : threads) thread.join();
+    recorder.Flush();
+    EXPECT_EQ(committed.size(), 800u);
+  }
+  std::multiset<std::string> pods(committed.pods.begin(), committed.pods.end());
+  for (int t = 0; t < 4; ++t) {
+    for (int i = 0; i < 200; ++i) EXPECT_EQ(pods.count(std::to_string(t * 1000 + i)), 1u);
+  }
+  EXPECT_EQ(starts.load(), 2);
 }
 
 TEST(DecisionRecorderTest, FlushWaitsForTheCommitInProgress) {
+  ThreadPoolExecutor executor(1);
+  std::promise<void> started;
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
   std::atomic<bool> committed{false};
   DecisionRecorder recorder(
-      [&](std::shared_ptr<CycleRecord>) {
+      [&](std::shared_ptr<const CycleRecord>) {
+        started.set_value();
         released.wait();
         committed = true;
       },
-      8);
-  recorder.Submit(Record("slow"));
+      executor, Options(8));
+  recorder.Observe(Record("slow"));
+  started.get_future().wait();  // the executor's thread is inside the commit
   std::atomic<bool> flushed{false};
   std::thread flusher([&] {
     recorder.Flush();
     flushed = true;
     EXPECT_TRUE(committed.load()) << "Flush returned before the commit ended";
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // No margin to miss: whenever the flusher gets here, the commit cannot end before release.
+  std::this_thread::sleep_for(milliseconds(20));
   EXPECT_FALSE(flushed.load());
   release.set_value();
   flusher.join();
   EXPECT_TRUE(flushed.load());
-}
-
-TEST(DecisionRecorderTest, AFullQueueCommitsInTheCallerNothingIsDropped) {
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  std::mutex mutex;
-  std::vector<std::pair<std::string, std::thread::id>> order;
-  std::promise<void> first_started;
-  DecisionRecorder recorder(
-      [&](std::shared_ptr<CycleRecord> record) {
-        if (record->pod_key == "first") {
-          first_started.set_value();
-          released.wait();
-        }
-        std::lock_guard<std::mutex> lock(mutex);
-        order.emplace_back(record->pod_key, std::this_thread::get_id());
-      },
-      1);
-  recorder.Submit(Record("first"));  // taken by the recorder's thread, which then blocks
-  first_started.get_future().wait();
-  recorder.Submit(Record("queued"));  // fills the queue
-  recorder.Submit(Record("inline"));  // no room: committed here, now
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    ASSERT_EQ(order.size(), 1u);
-    EXPECT_EQ(order[0].first, "inline");
-    EXPECT_EQ(order[0].second, std::this_thread::get_id());
-  }
-  release.set_value();
-  recorder.Flush();
-  std::lock_guard<std::mutex> lock(mutex);
-  ASSERT_EQ(order.size(), 3u);
-  EXPECT_EQ(order[1].first, "first");
-  EXPECT_EQ(order[2].first, "queued");
-}
-
-// Cycle records arrive after their reply, possibly after a later bind's record: the log keeps
-// the order in which the decisions started, and a pod's latest of each verb.
-TEST(DecisionLogTest, KeepsDecisionsInTheOrderTheyStartedWhateverOrderTheyArrive) {
-  DecisionLog log(10, 10);
-  auto cycle = [&](Verb verb, uint64_t sequence) {
-    auto record = Record("ml/p");
-    record->verb = verb;
-    record->sequence = sequence;
-    return std::shared_ptr<const CycleRecord>(record);
-  };
-  auto bind = std::make_shared<BindRecord>();
-  bind->pod_key = "ml/p";
-  bind->sequence = 3;
-  log.Add(std::shared_ptr<const BindRecord>(bind));
-  log.Add(cycle(Verb::kPrioritize, 2));
-  log.Add(cycle(Verb::kFilter, 1));
-  log.Add(cycle(Verb::kFilter, 4));
-  log.Add(cycle(Verb::kFilter, 0));  // an older filter of the pod, late
-  std::vector<uint64_t> order;
-  for (const DecisionRecord& r : log.Recent(10)) {
-    std::visit([&](const auto& record) { order.push_back(record->sequence); }, r);
-  }
-  EXPECT_EQ(order, (std::vector<uint64_t>{4, 3, 2, 1, 0}));  // newest first
-  const std::optional<PodHistory> history = log.ForPod("ml/p");
-  ASSERT_TRUE(history.has_value());
-  EXPECT_EQ(history->filter->sequence, 4u);
-  EXPECT_EQ(history->prioritize->sequence, 2u);
-  EXPECT_EQ(history->bind->sequence, 3u);
-  const uint64_t first = log.NextSequence();
-  EXPECT_LT(first, log.NextSequence());
-}
-
-TEST(DecisionLogTest, BoundedInBytesAsWellAsInCount) {
-  // Records with a 1 MiB error each (an echoed annotation, say) in a log of 4 MiB: however many
-  // arrive, at most four are kept, of the events and of the pods, and the newest always is.
-  DecisionLog log(100, 100, 4u << 20);
-  for (int i = 0; i < 20; ++i) {
-    auto record = Record("ml/p" + std::to_string(i));
-    record->sequence = log.NextSequence();
-    record->error = std::string(1u << 20, 'x');
-    log.Add(std::shared_ptr<const CycleRecord>(record));
-  }
-  const std::vector<DecisionRecord> recent = log.Recent(100);
-  EXPECT_GE(recent.size(), 2u);
-  EXPECT_LE(recent.size(), 4u);
-  EXPECT_EQ(std::get<0>(recent[0])->pod_key, "ml/p19");
-  EXPECT_TRUE(log.ForPod("ml/p19").has_value());
-  EXPECT_FALSE(log.ForPod("ml/p0").has_value());
-  EXPECT_FALSE(log.ForPod("ml/p15").has_value());
-  // Small records are bounded by count, as before.
-  DecisionLog small(3, 100, 4u << 20);
-  for (int i = 0; i < 10; ++i) {
-    auto record = Record("ml/s" + std::to_string(i));
-    record->sequence = small.NextSequence();
-    small.Add(std::shared_ptr<const CycleRecord>(record));
-  }
-  EXPECT_EQ(small.Recent(100).size(), 3u);
-  EXPECT_TRUE(small.ForPod("ml/s0").has_value());  // 10 pods < 100: all kept
-}
-
-TEST(RecentPodsTest, BoundedInBytesAsWellAsInCount) {
-  RecentPods pods(1000, 1u << 20);
-  PodInfo pod;
-  pod.namespace_name = "ml";
-  pod.annotations = {{"gputopo.io/group", std::string(250u << 10, 'g')}};  // 250 KB
-  for (int i = 0; i < 10; ++i) {
-    pod.name = "p" + std::to_string(i);
-    pod.uid = "u" + std::to_string(i);
-    pods.Remember(pod);
-  }
-  EXPECT_LE(pods.bytes(), 1u << 20);
-  EXPECT_TRUE(pods.Find("u9").has_value());
-  EXPECT_FALSE(pods.Find("u0").has_value());
-  // One pod larger than the whole cache is not kept, and evicts nothing.
-  pod.uid = "huge";
-  pod.annotations = {{"gputopo.io/group", std::string(2u << 20, 'h')}};
-  pods.Remember(pod);
-  EXPECT_FALSE(pods.Find("huge").has_value());
-  EXPECT_TRUE(pods.Find("u9").has_value());
-}
-
-TEST(DecisionRecorderTest, DestructionCommitsWhatIsPending) {
-  Committed committed;
-  {
-    DecisionRecorder recorder(committed.Fn(), 1000);
-    for (int i = 0; i < 300; ++i) recorder.Submit(Record(std::to_string(i)));
-  }
-  EXPECT_EQ(committed.size(), 300u);
-}
-
-// With a batch delay far beyond the test's length, every way a batch ends early is exercised:
-// if one did not, the test would hang until ctest's timeout and fail.
-constexpr auto kForever = std::chrono::hours(1);
-
-TEST(DecisionRecorderTest, FlushEndsABatchDelay) {
-  Committed committed;
-  DecisionRecorder recorder(committed.Fn(), 8, {}, kForever);
-  recorder.Submit(Record("a"));
-  recorder.Submit(Record("b"));
-  // Gives the thread time to start waiting out the delay, so that Flush has one to end. A slow
-  // run cannot fail here: the thread then sees the Flush before it waits, and commits at once.
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  recorder.Flush();
-  EXPECT_EQ(committed.size(), 2u);
-  recorder.Submit(Record("c"));  // a second batch, after the first one ended
-  recorder.Flush();
-  EXPECT_EQ(committed.size(), 3u);
-}
-
-TEST(DecisionRecorderTest, HalfAQueueEndsABatchDelayWithoutFlush) {
-  std::mutex mutex;
-  std::condition_variable changed;
-  std::vector<std::string> pods;  // GUARDED_BY(mutex)
-  DecisionRecorder recorder(
-      [&](std::shared_ptr<CycleRecord> record) {
-        std::lock_guard<std::mutex> lock(mutex);
-        pods.push_back(record->pod_key);
-        changed.notify_all();
-      },
-      8, {}, kForever);
-  for (int i = 0; i < 4; ++i) recorder.Submit(Record(std::to_string(i)));  // 4 = 8 / 2
-  std::unique_lock<std::mutex> lock(mutex);
-  changed.wait(lock, [&] { return pods.size() == 4; });
-  EXPECT_EQ(pods, (std::vector<std::string>{"0", "1", "2", "3"}));
-}
-
-TEST(DecisionRecorderTest, DestructionEndsABatchDelayAndCommitsItAll) {
-  Committed committed;
-  {
-    DecisionRecorder recorder(committed.Fn(), 1000, {}, kForever);
-    for (int i = 0; i < 3; ++i) recorder.Submit(Record(std::to_string(i)));
-  }
-  EXPECT_EQ(committed.size(), 3u);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// TableRefresher: CachedEvaluations' background refreshes racing with scheduling cycles and
-// cluster writes; every answer stays exactly what evaluating the node afresh gives.
+// TableRefresher: CachedEvaluations' background refreshes, coalesced into one task, racing with
+// scheduling cycles and cluster writes; every answer stays exactly what evaluating the node afresh
+// gives.
 #include "src/service/table_refresher.h"
 
 #include <gtest/gtest.h>
@@ -11,7 +12,9 @@
 
 #include "evaluation/cached_evaluations.h"
 #include "policies/engine/evaluation.h"
+#include "src/service/thread_pool_executor.h"
 #include "test/support/builders.h"
+#include "test/support/manual_executor.h"
 #include "test/support/test_cluster.h"
 
 namespace gputopo::service {
@@ -25,27 +28,37 @@ using testing::MakeNode;
 using testing::MakePod;
 using testing::PositionsOf;
 
-TEST(TableRefresherTest, ThreadStartRunsOnceOnTheRefresherThread) {
+TEST(TableRefresherTest, CoalescesSnapshotsIntoOneTaskAgainstTheNewest) {
   CachedEvaluations cache;
-  std::atomic<int> starts{0};
-  std::atomic<bool> on_other_thread{false};
-  const std::thread::id test_thread = std::this_thread::get_id();
-  {
-    TableRefresher refresher(cache, [&] {
-      on_other_thread = std::this_thread::get_id() != test_thread;
-      ++starts;
-    });
-    testing::TestCluster cluster([&](const auto& snapshot) { refresher.Notify(snapshot); });
-    cluster.Add(MakeNode().Name("n0").Profile("dgx1").Replicas(2).Allocatable(16).Obj());
-    refresher.WaitIdle();  // the thread has run: it refreshed against the snapshot
-  }
-  EXPECT_EQ(starts.load(), 1);
-  EXPECT_TRUE(on_other_thread.load());
+  testing::ManualExecutor executor;
+  TableRefresher refresher(cache, executor);
+  testing::TestCluster cluster([&](const auto& snapshot) { refresher.Notify(snapshot); });
+  cluster.Add(MakeNode().Name("n0").Profile("dgx1").Replicas(2).Allocatable(16).Obj());
+  const policies::PodRequirements req =
+      *policies::RequirementsOf(MakePod().Name("p").Gpus(1).Obj());
+  const std::vector<std::string_view> candidates = {"n0", "n1"};
+  (void)cache.Evaluate({req, cluster.shared_preset(), *cluster.state().Snapshot(), candidates,
+                        ""});  // the shape's table
+  executor.RunReady();
+  EXPECT_EQ(refresher.nodes_evaluated(), 0u) << "nothing changed since the table was made";
+  cluster.Add(MakeNode().Name("n1").Profile("dgx1").Replicas(2).Allocatable(16).Obj());
+  cluster.Add(MakePod().Name("w").Gpus(1).OnNode("n0").Assigned("0").Obj());
+  EXPECT_EQ(executor.ready(), 1u) << "two snapshots, one refresh";
+  EXPECT_EQ(executor.RunReady(), 1);
+  EXPECT_EQ(refresher.nodes_evaluated(), 2u) << "n1 and n0, against the newest snapshot";
+  refresher.WaitIdle();  // returns at once: everything notified has been refreshed against
+  // The cycle now only reads.
+  const auto snapshot = cluster.state().Snapshot();
+  const Evaluations got = cache.Evaluate({req, cluster.shared_preset(), *snapshot, candidates, ""});
+  EXPECT_EQ(got.evaluated, 0u);
+  ExpectSameAsEvaluateNode(got.per_node, *snapshot, PositionsOf(*snapshot, {"n0", "n1"}), req,
+                           cluster.preset());
 }
 
 TEST(TableRefresherTest, RefreshesRacingWithCyclesAndWritesKeepAnswersExact) {
   CachedEvaluations cache;
-  TableRefresher refresher(cache);  // outlives the cluster, whose state notifies it
+  ThreadPoolExecutor executor(2);
+  TableRefresher refresher(cache, executor);  // outlives the cluster, whose state notifies it
   testing::TestCluster cluster([&](const auto& snapshot) { refresher.Notify(snapshot); });
   std::vector<std::string> names;
   for (int i = 0; i < 16; ++i) {
@@ -99,7 +112,8 @@ TEST(TableRefresherTest, RefreshesRacingWithCyclesAndWritesKeepAnswersExact) {
 
 TEST(TableRefresherTest, WaitIdleReturnsWithNothingNotifiedAndStopsCleanly) {
   CachedEvaluations cache;
-  TableRefresher refresher(cache);
+  ThreadPoolExecutor executor(1);
+  TableRefresher refresher(cache, executor);
   refresher.WaitIdle();
   EXPECT_EQ(refresher.nodes_evaluated(), 0u);
   testing::TestCluster cluster;

@@ -1,0 +1,44 @@
+#include "src/service/task_scope.h"
+
+#include <utility>
+
+namespace gputopo::service {
+
+TaskScope::TaskScope(Executor& executor) : executor_(executor) {}
+
+Executor::Task TaskScope::Wrap(Executor::Task task) const {
+  return [shared = shared_, task = std::move(task)] {
+    {
+      std::lock_guard<std::mutex> lock(shared->mutex);
+      if (shared->closed) return;
+      ++shared->running;
+    }
+    task();
+    std::lock_guard<std::mutex> lock(shared->mutex);
+    if (--shared->running == 0) shared->idle.notify_all();
+  };
+}
+
+void TaskScope::Post(Executor::Task task) {
+  {
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    if (shared_->closed) return;
+  }
+  executor_.Post(Wrap(std::move(task)));
+}
+
+void TaskScope::PostAfter(std::chrono::nanoseconds delay, Executor::Task task) {
+  {
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    if (shared_->closed) return;
+  }
+  executor_.PostAfter(delay, Wrap(std::move(task)));
+}
+
+void TaskScope::Close() {
+  std::unique_lock<std::mutex> lock(shared_->mutex);
+  shared_->closed = true;
+  shared_->idle.wait(lock, [&] { return shared_->running == 0; });
+}
+
+}  // namespace gputopo::service
