@@ -8,7 +8,7 @@
 #include "evaluation/cached_evaluations.h"
 #include "evaluation/plain_evaluations.h"
 #include "policies/engine/evaluation.h"
-#include "test/src/server_fixture.h"
+#include "test/src/http/server_fixture.h"
 #include "test/support/builders.h"
 #include "test/support/test_cluster.h"
 

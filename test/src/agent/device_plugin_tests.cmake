@@ -1,4 +1,4 @@
-# Included from test/agent/CMakeLists.txt. Enforce mode: NVIDIA's time-slicing config, pod
+# Included from test/src/agent/CMakeLists.txt. Enforce mode: NVIDIA's time-slicing config, pod
 # identification and replica choice (pure, table-driven), and the device plugin against the fake
 # kubelet over real gRPC on unix sockets.
 gputopo_add_test(device_plugin_tests

@@ -7,7 +7,7 @@
 #include <curl/curl.h>
 #include <gtest/gtest.h>
 
-#include "test/kube/kube_fixtures.h"
+#include "test/src/kube/kube_fixtures.h"
 #include "test/support/fake_api_server.h"
 #include "test/support/fake_clock.h"
 #include "test/support/fake_kubelet.h"

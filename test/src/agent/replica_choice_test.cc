@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "test/agent/agent_test_support.h"
+#include "test/src/agent/agent_test_support.h"
 #include "test/support/machines.h"
 
 namespace gputopo::agent {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "src/agent/nvml_library.h"
-#include "test/agent/agent_test_support.h"
+#include "test/src/agent/agent_test_support.h"
 #include "test/support/fixtures.h"
 
 namespace gputopo::agent {

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "src/codec/topology_document.h"
-#include "test/kube/kube_fixtures.h"
+#include "test/src/kube/kube_fixtures.h"
 #include "test/support/fake_api_server.h"
 #include "test/support/fake_clock.h"
 #include "test/support/machines.h"

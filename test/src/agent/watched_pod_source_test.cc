@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "test/kube/kube_fixtures.h"
+#include "test/src/kube/kube_fixtures.h"
 #include "test/support/fake_api_server.h"
 #include "test/support/fake_clock.h"
 

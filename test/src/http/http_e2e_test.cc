@@ -11,7 +11,7 @@
 #include <set>
 #include <thread>
 
-#include "test/src/server_fixture.h"
+#include "test/src/http/server_fixture.h"
 #include "test/support/fixtures.h"
 
 namespace gputopo {

@@ -1,6 +1,6 @@
 // A gputopo server on a loopback port over a small cluster, for HTTP tests.
-#ifndef GPUTOPO_TEST_SRC_SERVER_FIXTURE_H_
-#define GPUTOPO_TEST_SRC_SERVER_FIXTURE_H_
+#ifndef GPUTOPO_TEST_SRC_HTTP_SERVER_FIXTURE_H_
+#define GPUTOPO_TEST_SRC_HTTP_SERVER_FIXTURE_H_
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -139,4 +139,4 @@ class ServerTest : public ::testing::Test {
 
 }  // namespace gputopo::testing
 
-#endif  // GPUTOPO_TEST_SRC_SERVER_FIXTURE_H_
+#endif  // GPUTOPO_TEST_SRC_HTTP_SERVER_FIXTURE_H_

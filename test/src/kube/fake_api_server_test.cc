@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "test/kube/kube_fixtures.h"
+#include "test/src/kube/kube_fixtures.h"
 
 namespace gputopo::testing {
 namespace {

@@ -1,6 +1,6 @@
 // Shared by the agent tests: the fake NVML's machines, a fake sysfs for them, profiles.
-#ifndef GPUTOPO_TEST_AGENT_AGENT_TEST_SUPPORT_H_
-#define GPUTOPO_TEST_AGENT_AGENT_TEST_SUPPORT_H_
+#ifndef GPUTOPO_TEST_SRC_AGENT_AGENT_TEST_SUPPORT_H_
+#define GPUTOPO_TEST_SRC_AGENT_AGENT_TEST_SUPPORT_H_
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -82,4 +82,4 @@ inline void ExpectMatchesProfile(const MachineTopology& got, const MachineTopolo
 
 }  // namespace gputopo::agent::testing
 
-#endif  // GPUTOPO_TEST_AGENT_AGENT_TEST_SUPPORT_H_
+#endif  // GPUTOPO_TEST_SRC_AGENT_AGENT_TEST_SUPPORT_H_

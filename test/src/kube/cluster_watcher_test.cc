@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "src/app/system_clock.h"
-#include "test/kube/kube_fixtures.h"
+#include "test/src/kube/kube_fixtures.h"
 #include "test/support/fake_api_server.h"
 #include "test/support/fake_clock.h"
 #include "test/support/test_cluster.h"

@@ -17,7 +17,7 @@
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "src/agent/pod_resources_client.h"
 #include "src/agent/time_slicing_config.h"
-#include "test/agent/agent_test_support.h"
+#include "test/src/agent/agent_test_support.h"
 #include "test/support/fake_kubelet.h"
 #include "test/support/machines.h"
 

@@ -1,6 +1,6 @@
 // Kubernetes objects for the live-path tests, as the API server stores them.
-#ifndef GPUTOPO_TEST_KUBE_KUBE_FIXTURES_H_
-#define GPUTOPO_TEST_KUBE_KUBE_FIXTURES_H_
+#ifndef GPUTOPO_TEST_SRC_KUBE_KUBE_FIXTURES_H_
+#define GPUTOPO_TEST_SRC_KUBE_KUBE_FIXTURES_H_
 
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -72,4 +72,4 @@ inline nlohmann::json CpuNode(const std::string& name) {
 
 }  // namespace gputopo::testing
 
-#endif  // GPUTOPO_TEST_KUBE_KUBE_FIXTURES_H_
+#endif  // GPUTOPO_TEST_SRC_KUBE_KUBE_FIXTURES_H_

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "test/src/server_fixture.h"
+#include "test/src/http/server_fixture.h"
 
 namespace gputopo {
 namespace {

@@ -7,7 +7,7 @@
 #include "src/app/app.h"
 #include "src/app/system_clock.h"
 #include "src/http/access_control.h"
-#include "test/kube/kube_fixtures.h"
+#include "test/src/kube/kube_fixtures.h"
 #include "test/support/fake_api_server.h"
 #include "test/support/fake_clock.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "src/codec/topology_document.h"
-#include "test/agent/agent_test_support.h"
+#include "test/src/agent/agent_test_support.h"
 #include "test/support/fixtures.h"
 
 namespace gputopo::agent {

@@ -21,7 +21,7 @@
 #include "src/app/app.h"
 #include "src/app/system_clock.h"
 #include "src/codec/topology_document.h"
-#include "test/kube/kube_fixtures.h"
+#include "test/src/kube/kube_fixtures.h"
 #include "test/support/fake_api_server.h"
 #include "test/support/fake_kubelet.h"
 #include "test/support/machines.h"

@@ -48,8 +48,9 @@ struct Service {
   DecisionLog decisions{16, 16};
   testing::FakeClock clock;
   evaluation::PlainEvaluations evaluations;
-  SchedulingContext context{cluster.state(), presets,     cluster.preset().name(), recent_pods,
-                            decisions,       clock,       evaluations};
+  SchedulingContext context{cluster.state(), presets,   cluster.preset().name(),
+                            recent_pods,     decisions, clock,
+                            evaluations};
   ExtenderService service;
 };
 

@@ -11,7 +11,7 @@
 
 #include "src/kube/kube_config.h"
 #include "src/kube/watch_protocol.h"
-#include "test/kube/kube_fixtures.h"
+#include "test/src/kube/kube_fixtures.h"
 #include "test/support/fake_api_server.h"
 #include "test/support/fake_clock.h"
 

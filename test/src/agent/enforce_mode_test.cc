@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "src/agent/agent_server.h"
-#include "test/agent/agent_test_support.h"
-#include "test/kube/kube_fixtures.h"
+#include "test/src/agent/agent_test_support.h"
+#include "test/src/kube/kube_fixtures.h"
 #include "test/support/fake_api_server.h"
 #include "test/support/fake_clock.h"
 #include "test/support/fake_kubelet.h"

@@ -12,7 +12,7 @@
 
 #include "src/app/app.h"
 #include "src/app/system_clock.h"
-#include "test/kube/kube_fixtures.h"
+#include "test/src/kube/kube_fixtures.h"
 #include "test/support/fake_api_server.h"
 
 namespace gputopo {
