@@ -18,8 +18,8 @@
 #  1. Every *.yaml under manifests/ parses as Kubernetes objects (kubectl annotate --local, which
 #     needs no API server, unlike create --dry-run=client).
 #  2. `kubectl kustomize` builds manifests/, manifests/variants/default-scheduler,
-#     manifests/examples and manifests/ with the Kubernetes 1.24 component enabled as its
-#     kustomization.yaml says, manifests/agent with and without its enforce Component, and the
+#     manifests/examples, manifests/monitoring and manifests/ with the Kubernetes 1.24 component
+#     enabled as its kustomization.yaml says, manifests/agent with and without its enforce Component, and the
 #     builds hold the expected kinds.
 #  3. Semantics: the KubeSchedulerConfiguration in the ConfigMap (an API version and only fields
 #     that every kube-scheduler it is meant for knows, since decoding is strict: v1 from 1.25 for
@@ -455,6 +455,12 @@ fi
 if [ -f "$root/manifests/examples/kustomization.yaml" ]; then
   build manifests/examples "$tmp/examples.yaml"
 fi
+build manifests/monitoring "$tmp/monitoring.yaml"
+for kind in PrometheusRule ConfigMap; do
+  grep -q "^kind: $kind\$" "$tmp/monitoring.yaml" || fail "kubectl kustomize manifests/monitoring has no $kind"
+done
+grep -q 'grafana_dashboard: "1"' "$tmp/monitoring.yaml" ||
+  fail "manifests/monitoring: the dashboard ConfigMap lacks the grafana_dashboard label"
 # Kubernetes 1.24: a Component, enabled as manifests/kustomization.yaml says (uncomment its
 # `components:` lines), here in a copy of manifests/.
 component=variants/kube-1.24
