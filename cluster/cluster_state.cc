@@ -44,13 +44,13 @@ bool GpusMismatch(const std::vector<std::string>& assigned,
 
 ClusterState::ClusterState(const topology::TopologyResolver& resolver, PublishListener on_publish)
     : resolver_(resolver), on_publish_(std::move(on_publish)) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   SetIndexLocked(std::make_shared<const NodeIndex>());
   PublishLocked();
 }
 
 void ClusterState::Reset(const std::vector<NodeInfo>& nodes, const std::vector<PodInfo>& pods) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   // Keep reservations of binds in flight whose pods are still pending in the new list.
   std::unordered_map<std::string, PodEntry> reserved;
   for (auto& [uid, entry] : pods_) {
@@ -92,7 +92,7 @@ void ClusterState::RebuildAllLocked() {
 }
 
 void ClusterState::ReplaceNodes(const std::vector<NodeInfo>& nodes) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   std::map<std::string, const NodeInfo*, std::less<>> fresh;
   for (const NodeInfo& node : nodes) fresh[node.name] = &node;
   std::erase_if(nodes_, [&](const auto& entry) { return fresh.count(entry.first) == 0; });
@@ -104,7 +104,7 @@ void ClusterState::ReplaceNodes(const std::vector<NodeInfo>& nodes) {
 }
 
 void ClusterState::ReplacePods(const std::vector<PodInfo>& pods) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   std::unordered_map<std::string, const PodInfo*> fresh;
   for (const PodInfo& pod : pods) fresh[pod.uid] = &pod;
   std::vector<std::string> gone;
@@ -121,7 +121,7 @@ void ClusterState::ReplacePods(const std::vector<PodInfo>& pods) {
 }
 
 void ClusterState::UpsertNode(const NodeInfo& node) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   nodes_.insert_or_assign(node.name, NodeEntry{node, resolver_.Resolve(node)});
   if (index_->find(node.name) == index_->end()) {
     auto index = std::make_shared<NodeIndex>(*index_);
@@ -135,7 +135,7 @@ void ClusterState::UpsertNode(const NodeInfo& node) {
 }
 
 void ClusterState::RemoveNode(std::string_view name) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = nodes_.find(name);
   if (it == nodes_.end()) return;
   nodes_.erase(it);
@@ -156,14 +156,14 @@ void ClusterState::RemoveNode(std::string_view name) {
 }
 
 bool ClusterState::UpsertPod(const PodInfo& pod) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   const bool new_mismatch = PutPodLocked(pod);
   PublishLocked();
   return new_mismatch;
 }
 
 void ClusterState::RemovePod(std::string_view uid) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = pods_.find(std::string(uid));
   if (it == pods_.end()) return;
   DetachPodLocked(it->second);
@@ -282,17 +282,17 @@ void ClusterState::PublishLocked() {
   auto snapshot =
       std::make_shared<const ClusterSnapshot>(++generation_, node_states_, summaries_, flat_index_);
   if (on_publish_) on_publish_(snapshot);
-  std::lock_guard<std::mutex> lock(snapshot_mutex_);
+  MutexLock lock(snapshot_mutex_);
   snapshot_ = std::move(snapshot);
 }
 
 std::shared_ptr<const ClusterSnapshot> ClusterState::Snapshot() const {
-  std::lock_guard<std::mutex> lock(snapshot_mutex_);
+  MutexLock lock(snapshot_mutex_);
   return snapshot_;
 }
 
 Status ClusterState::Reserve(const Reservation& reservation) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto index_it = index_->find(reservation.node);
   if (index_it == index_->end()) return NotFound("node " + reservation.node + " is not known");
   const NodeState& current = *node_states_[index_it->second];
@@ -326,7 +326,7 @@ Status ClusterState::Reserve(const Reservation& reservation) {
 }
 
 void ClusterState::ConfirmBinding(std::string_view uid, std::string_view node) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = pods_.find(std::string(uid));
   if (it == pods_.end() || !it->second.reserved || it->second.node != node) return;
   it->second.reserved = false;
@@ -336,7 +336,7 @@ void ClusterState::ConfirmBinding(std::string_view uid, std::string_view node) {
 }
 
 void ClusterState::CancelReservation(std::string_view uid) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = pods_.find(std::string(uid));
   if (it == pods_.end() || !it->second.reserved) return;
   DetachPodLocked(it->second);
@@ -344,7 +344,7 @@ void ClusterState::CancelReservation(std::string_view uid) {
 }
 
 size_t ClusterState::ExpireReservations(std::chrono::steady_clock::time_point cutoff) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   size_t expired = 0;
   for (auto& [uid, entry] : pods_) {
     if (entry.reserved && entry.reserved_at < cutoff) {
@@ -357,7 +357,7 @@ size_t ClusterState::ExpireReservations(std::chrono::steady_clock::time_point cu
 }
 
 std::pair<std::vector<NodeInfo>, std::vector<PodInfo>> ClusterState::Export() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   std::pair<std::vector<NodeInfo>, std::vector<PodInfo>> out;
   for (const auto& [name, entry] : nodes_) out.first.push_back(entry.info);
   for (const auto& [uid, entry] : pods_) out.second.push_back(entry.info);
@@ -367,14 +367,14 @@ std::pair<std::vector<NodeInfo>, std::vector<PodInfo>> ClusterState::Export() co
 }
 
 std::optional<PodInfo> ClusterState::FindPod(std::string_view uid) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = pods_.find(std::string(uid));
   if (it == pods_.end()) return std::nullopt;
   return it->second.info;
 }
 
 ClusterCounts ClusterState::Counts() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   ClusterCounts counts;
   counts.nodes = nodes_.size();
   counts.pods = pods_.size();

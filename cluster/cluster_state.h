@@ -32,6 +32,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gputopo/mutex.h"
 #include "gputopo/node_info.h"
 #include "gputopo/pod_info.h"
 #include "gputopo/status.h"
@@ -128,32 +129,34 @@ class ClusterState {
 
   // All private functions require mutex_ to be held.
   // Returns UpsertPod's answer.
-  bool PutPodLocked(const PodInfo& pod);
-  void DetachPodLocked(PodEntry& entry);
-  void RebuildNodeLocked(const std::string& name);
+  bool PutPodLocked(const PodInfo& pod) GPUTOPO_REQUIRES(mutex_);
+  void DetachPodLocked(PodEntry& entry) GPUTOPO_REQUIRES(mutex_);
+  void RebuildNodeLocked(const std::string& name) GPUTOPO_REQUIRES(mutex_);
   // Positions assigned afresh (the node set changed), every node rebuilt, then published.
-  void RebuildAllLocked();
-  void PublishLocked();
+  void RebuildAllLocked() GPUTOPO_REQUIRES(mutex_);
+  void PublishLocked() GPUTOPO_REQUIRES(mutex_);
   // Replaces the name index and rebuilds the snapshots' flat copy of it.
-  void SetIndexLocked(std::shared_ptr<const policies::NodeIndex> index);
+  void SetIndexLocked(std::shared_ptr<const policies::NodeIndex> index) GPUTOPO_REQUIRES(mutex_);
 
   const topology::TopologyResolver& resolver_;
   const PublishListener on_publish_;
 
-  mutable std::mutex mutex_;
-  std::map<std::string, NodeEntry, std::less<>> nodes_;                     // GUARDED_BY(mutex_)
-  std::unordered_map<std::string, PodEntry> pods_;                          // GUARDED_BY(mutex_)
-  std::map<std::string, std::set<std::string>, std::less<>> pods_by_node_;  // GUARDED_BY(mutex_)
-  std::vector<std::shared_ptr<const policies::NodeState>> node_states_;     // GUARDED_BY(mutex_)
-  std::vector<policies::NodeSummary> summaries_;  // GUARDED_BY(mutex_), parallel to node_states_
-  std::shared_ptr<const policies::NodeIndex> index_;  // GUARDED_BY(mutex_)
-  std::shared_ptr<const policies::FlatNameIndex>
-      flat_index_;             // GUARDED_BY(mutex_), rebuilt with index_
-  uint64_t next_version_ = 1;  // GUARDED_BY(mutex_)
-  uint64_t generation_ = 0;    // GUARDED_BY(mutex_)
+  mutable Mutex mutex_;
+  std::map<std::string, NodeEntry, std::less<>> nodes_ GPUTOPO_GUARDED_BY(mutex_);
+  std::unordered_map<std::string, PodEntry> pods_ GPUTOPO_GUARDED_BY(mutex_);
+  std::map<std::string, std::set<std::string>, std::less<>> pods_by_node_
+      GPUTOPO_GUARDED_BY(mutex_);
+  std::vector<std::shared_ptr<const policies::NodeState>> node_states_ GPUTOPO_GUARDED_BY(mutex_);
+  std::vector<policies::NodeSummary> summaries_
+      GPUTOPO_GUARDED_BY(mutex_);  // parallel to node_states_
+  std::shared_ptr<const policies::NodeIndex> index_ GPUTOPO_GUARDED_BY(mutex_);
+  std::shared_ptr<const policies::FlatNameIndex> flat_index_
+      GPUTOPO_GUARDED_BY(mutex_);  // rebuilt with index_
+  uint64_t next_version_ GPUTOPO_GUARDED_BY(mutex_) = 1;
+  uint64_t generation_ GPUTOPO_GUARDED_BY(mutex_) = 0;
 
-  mutable std::mutex snapshot_mutex_;
-  std::shared_ptr<const policies::ClusterSnapshot> snapshot_;  // GUARDED_BY(snapshot_mutex_)
+  mutable Mutex snapshot_mutex_;
+  std::shared_ptr<const policies::ClusterSnapshot> snapshot_ GPUTOPO_GUARDED_BY(snapshot_mutex_);
 };
 
 // Splits "a,b,c" into entries, trimming spaces and dropping empty ones.

@@ -13,7 +13,7 @@ bool CachedEvaluations::Reuse(const EvaluationQuery& query, uint64_t shape_id,
   if (query.pod_key.empty()) return false;
   std::shared_ptr<const RecentCall> call;
   {
-    std::lock_guard<std::mutex> lock(calls_mutex_);
+    MutexLock lock(calls_mutex_);
     for (auto it = calls_.rbegin(); it != calls_.rend(); ++it) {
       if ((*it)->pod_key == query.pod_key) {
         call = *it;
@@ -64,7 +64,7 @@ void CachedEvaluations::Remember(const EvaluationQuery& query, uint64_t shape_id
   call->per_node = answers.per_node;
   call->lease = answers.lease;
   std::shared_ptr<const RecentCall> dropped;  // freed outside the lock
-  std::lock_guard<std::mutex> lock(calls_mutex_);
+  MutexLock lock(calls_mutex_);
   calls_.push_back(std::move(call));
   if (calls_.size() > kRecentCalls) {
     dropped = std::move(calls_.front());

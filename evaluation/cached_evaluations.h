@@ -32,6 +32,7 @@
 
 #include "evaluation/evaluation_cache.h"
 #include "evaluation/evaluation_source.h"
+#include "gputopo/mutex.h"
 
 namespace gputopo::evaluation {
 
@@ -68,8 +69,9 @@ class CachedEvaluations final : public EvaluationSource {
 
   EvaluationCache cache_;
 
-  mutable std::mutex calls_mutex_;
-  std::deque<std::shared_ptr<const RecentCall>> calls_;  // GUARDED_BY(calls_mutex_), newest last
+  mutable Mutex calls_mutex_;
+  std::deque<std::shared_ptr<const RecentCall>> calls_
+      GPUTOPO_GUARDED_BY(calls_mutex_);  // newest last
 
   // Refresh's own (one Refresh at a time): the snapshot it last refreshed against, and for each
   // table the generation it was last brought up to; a table current as of last_refreshed_ only

@@ -29,7 +29,7 @@ std::string EvaluationShape(const PodRequirements& pod, const Preset& preset) {
 uint64_t EvaluationCache::ShapeId(const PodRequirements& pod,
                                   const std::shared_ptr<const Preset>& preset) {
   const std::string shape = EvaluationShape(pod, *preset);
-  std::lock_guard<std::mutex> lock(shapes_mutex_);
+  MutexLock lock(shapes_mutex_);
   auto [it, inserted] = shapes_.try_emplace(shape, shapes_.size());
   if (inserted && std::find(presets_.begin(), presets_.end(), preset) == presets_.end()) {
     presets_.push_back(preset);
@@ -42,7 +42,7 @@ std::shared_ptr<const NodeEvaluation> EvaluationCache::Find(const NodeState& nod
   const AnswerKey key{node.version(), shape_id, group_gpus};
   std::shared_ptr<const NodeEvaluation> value;
   {
-    std::lock_guard<std::mutex> lock(answers_mutex_);
+    MutexLock lock(answers_mutex_);
     if (auto it = newer_.find(key); it != newer_.end()) {
       value = it->second;
     } else if (auto old = older_.find(key); old != older_.end()) {
@@ -57,7 +57,7 @@ void EvaluationCache::Insert(const NodeState& node, GpuMask group_gpus, uint64_t
                              std::shared_ptr<const NodeEvaluation> evaluation) {
   Answers retired;  // freed outside the lock
   {
-    std::lock_guard<std::mutex> lock(answers_mutex_);
+    MutexLock lock(answers_mutex_);
     if (newer_.size() >= kNodeAnswers / 2) {
       if (retired_.empty()) {
         retired_ = std::exchange(older_, std::move(newer_));
@@ -72,12 +72,12 @@ void EvaluationCache::Insert(const NodeState& node, GpuMask group_gpus, uint64_t
 
 void EvaluationCache::ReleaseRetired() {
   Answers retired;  // freed outside the lock
-  std::lock_guard<std::mutex> lock(answers_mutex_);
+  MutexLock lock(answers_mutex_);
   retired.swap(retired_);
 }
 
 size_t EvaluationCache::node_answers() const {
-  std::lock_guard<std::mutex> lock(answers_mutex_);
+  MutexLock lock(answers_mutex_);
   return newer_.size() + older_.size();
 }
 
@@ -88,7 +88,7 @@ std::string_view EvaluationCache::TableGroup(const PodRequirements& pod) {
 std::shared_ptr<ShapeTable> EvaluationCache::Table(uint64_t shape_id, const PodRequirements& pod,
                                                    std::shared_ptr<const Preset> preset) {
   const std::string_view group = TableGroup(pod);
-  std::lock_guard<std::mutex> lock(shapes_mutex_);
+  MutexLock lock(shapes_mutex_);
   ++uses_;
   for (TableEntry& entry : tables_) {
     if (entry.shape_id == shape_id && entry.group == group) {
@@ -111,7 +111,7 @@ std::shared_ptr<ShapeTable> EvaluationCache::Table(uint64_t shape_id, const PodR
 }
 
 std::vector<EvaluationCache::TableShape> EvaluationCache::RefreshableShapes() const {
-  std::lock_guard<std::mutex> lock(shapes_mutex_);
+  MutexLock lock(shapes_mutex_);
   std::vector<TableShape> out;
   for (const TableEntry& entry : tables_) {
     if (uses_ - entry.last_used < kRecentUses) {

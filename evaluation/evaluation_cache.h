@@ -39,6 +39,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gputopo/mutex.h"
 #include "policies/engine/evaluation.h"
 #include "policies/state/name_index.h"
 
@@ -108,7 +109,8 @@ class ShapeTable {
   void Compact();
 
   std::mutex mutex_;
-  // All GUARDED_BY(mutex_), reached only through Locked.
+  // All guarded by mutex_, reached only through Locked. (Not checked by the compiler: clang's
+  // analysis cannot follow a lock held by a view returned from a function.)
   std::shared_ptr<const policies::FlatNameIndex> index_;
   std::vector<Slot> slots_;
   // Every evaluation a slot refers to, each once (and some no slot refers to any more, until
@@ -168,11 +170,11 @@ class EvaluationCache {
   uint64_t misses() const { return misses_.load(std::memory_order_relaxed); }
 
  private:
-  mutable std::mutex shapes_mutex_;
-  std::unordered_map<std::string, uint64_t> shapes_;  // GUARDED_BY(shapes_mutex_)
-  // GUARDED_BY(shapes_mutex_): every preset ShapeId was given, so that none is freed and its
-  // address reused while a shape names it.
-  std::vector<std::shared_ptr<const policies::Preset>> presets_;
+  mutable Mutex shapes_mutex_;
+  std::unordered_map<std::string, uint64_t> shapes_ GPUTOPO_GUARDED_BY(shapes_mutex_);
+  // Every preset ShapeId was given, so that none is freed and its address reused while a shape
+  // names it.
+  std::vector<std::shared_ptr<const policies::Preset>> presets_ GPUTOPO_GUARDED_BY(shapes_mutex_);
   struct TableEntry {
     uint64_t shape_id = 0;
     std::string group;  // TableGroup
@@ -181,8 +183,8 @@ class EvaluationCache {
     policies::PodRequirements pod;
     std::shared_ptr<const policies::Preset> preset;
   };
-  std::vector<TableEntry> tables_;  // GUARDED_BY(shapes_mutex_), at most kShapeTables
-  uint64_t uses_ = 0;               // GUARDED_BY(shapes_mutex_)
+  std::vector<TableEntry> tables_ GPUTOPO_GUARDED_BY(shapes_mutex_);  // at most kShapeTables
+  uint64_t uses_ GPUTOPO_GUARDED_BY(shapes_mutex_) = 0;
   struct AnswerKey {
     uint64_t version = 0;
     uint64_t shape_id = 0;
@@ -199,10 +201,10 @@ class EvaluationCache {
   };
   using Answers =
       std::unordered_map<AnswerKey, std::shared_ptr<const policies::NodeEvaluation>, AnswerKeyHash>;
-  mutable std::mutex answers_mutex_;
-  Answers newer_;    // GUARDED_BY(answers_mutex_)
-  Answers older_;    // GUARDED_BY(answers_mutex_)
-  Answers retired_;  // GUARDED_BY(answers_mutex_): dropped, not yet freed (ReleaseRetired)
+  mutable Mutex answers_mutex_;
+  Answers newer_ GPUTOPO_GUARDED_BY(answers_mutex_);
+  Answers older_ GPUTOPO_GUARDED_BY(answers_mutex_);
+  Answers retired_ GPUTOPO_GUARDED_BY(answers_mutex_);  // dropped, not yet freed (ReleaseRetired)
   std::atomic<uint64_t> hits_{0};
   std::atomic<uint64_t> misses_{0};
 };

@@ -21,7 +21,7 @@ Result<std::shared_ptr<const TopologyShape>> ShapeInterner::Intern(const Machine
   }
   const std::string key = ShapeFingerprint(machine);
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     auto it = shapes_.find(key);
     if (it != shapes_.end()) {
       if (auto shape = it->second.lock()) return shape;
@@ -30,7 +30,7 @@ Result<std::shared_ptr<const TopologyShape>> ShapeInterner::Intern(const Machine
   // Analyse outside the lock: it can take milliseconds for large machines.
   Result<std::shared_ptr<const TopologyShape>> analysed = TopologyShape::Analyze(machine);
   if (!analysed.ok()) return analysed;
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto& slot = shapes_[key];
   if (auto existing = slot.lock()) return existing;  // another thread won the race
   slot = *analysed;
@@ -42,7 +42,7 @@ Result<std::shared_ptr<const TopologyShape>> ShapeInterner::Intern(const Machine
 }
 
 size_t ShapeInterner::size() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   size_t alive = 0;
   for (const auto& [key, weak] : shapes_) alive += weak.expired() ? 0 : 1;
   return alive;

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "gputopo/machine_topology.h"
+#include "gputopo/mutex.h"
 #include "gputopo/status.h"
 #include "topology/topology_shape.h"
 
@@ -27,10 +28,10 @@ class ShapeInterner {
   size_t size() const;
 
  private:
-  mutable std::mutex mutex_;
+  mutable Mutex mutex_;
   // Keyed by TopologyShape::fingerprint(); weak so that shapes of removed nodes are freed.
-  std::unordered_map<std::string, std::weak_ptr<const TopologyShape>>
-      shapes_;  // GUARDED_BY(mutex_)
+  std::unordered_map<std::string, std::weak_ptr<const TopologyShape>> shapes_
+      GPUTOPO_GUARDED_BY(mutex_);
 };
 
 // The fingerprint TopologyShape::Analyze() would give `machine`, without analysing it.

@@ -83,7 +83,7 @@ ObserverPass Observer::RunOnce() {
       spdlog::warn("observe: not ready: {}", pass.status.message());
     }
     ready_gauge_.Set(0);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     last_error_ = pass.status.message();
     return pass;
   }
@@ -92,7 +92,7 @@ ObserverPass Observer::RunOnce() {
   if (!ready_.exchange(true)) spdlog::info("observe: ready (node {})", options_.node_name);
   ready_gauge_.Set(1);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     last_error_.clear();
   }
 
@@ -134,7 +134,7 @@ ObserverPass Observer::RunOnce() {
 }
 
 void Observer::Start() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (thread_.joinable()) return;
   stop_ = false;
   thread_ = std::thread([this] { Loop(); });
@@ -142,7 +142,7 @@ void Observer::Start() {
 
 void Observer::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
     cv_.notify_all();
   }
@@ -150,7 +150,7 @@ void Observer::Stop() {
 }
 
 std::string Observer::last_error() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return last_error_;
 }
 
@@ -158,8 +158,11 @@ void Observer::Loop() {
   for (;;) {
     const auto started = std::chrono::steady_clock::now();
     (void)RunOnce();
-    std::unique_lock<std::mutex> lock(mu_);
-    if (cv_.wait_until(lock, started + options_.period, [this] { return stop_; })) return;
+    const auto next = started + options_.period;
+    MutexLock lock(mu_);
+    while (!stop_ && lock.WaitUntil(cv_, next) == std::cv_status::no_timeout) {
+    }
+    if (stop_) return;
   }
 }
 

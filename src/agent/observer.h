@@ -30,6 +30,7 @@
 
 #include "gputopo/clock.h"
 #include "gputopo/machine_topology.h"
+#include "gputopo/mutex.h"
 #include "gputopo/status.h"
 #include "src/agent/pod_resources_client.h"
 #include "src/kube/kube_client.h"
@@ -100,10 +101,10 @@ class Observer {
   std::optional<std::vector<PodDeviceIds>> settled_;
   std::chrono::steady_clock::time_point settled_at_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;       // GUARDED_BY(mu_)
-  std::string last_error_;  // GUARDED_BY(mu_)
+  bool stop_ GPUTOPO_GUARDED_BY(mu_) = false;
+  std::string last_error_ GPUTOPO_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "gputopo/excerpt.h"
+#include "gputopo/mutex.h"
 #include "podresources/v1/api.grpc.pb.h"
 
 namespace gputopo::agent {
@@ -107,7 +108,7 @@ class PodResourcesClient::Impl {
 
  private:
   pr::PodResourcesLister::Stub& Stub() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stub_ == nullptr) {
       grpc::ChannelArguments args;
       args.SetMaxReceiveMessageSize(static_cast<int>(options_.max_message_bytes));
@@ -122,8 +123,8 @@ class PodResourcesClient::Impl {
 
   const std::string path_;
   const Options options_;
-  std::mutex mu_;
-  std::unique_ptr<pr::PodResourcesLister::Stub> stub_;  // GUARDED_BY(mu_) until set
+  Mutex mu_;
+  std::unique_ptr<pr::PodResourcesLister::Stub> stub_ GPUTOPO_GUARDED_BY(mu_);  // until set
 };
 
 PodResourcesClient::PodResourcesClient(std::string socket_path, Options options)

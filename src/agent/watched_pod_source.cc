@@ -33,7 +33,7 @@ WatchedPodSource::WatchedPodSource(kube::KubeClient& kube, std::string node_name
 WatchedPodSource::~WatchedPodSource() { Stop(); }
 
 void WatchedPodSource::Start() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (thread_.joinable()) return;
   stopping_ = false;
   stop_ = false;
@@ -42,7 +42,7 @@ void WatchedPodSource::Start() {
 
 void WatchedPodSource::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     stop_ = true;
     if (watch_end_ != nullptr) *watch_end_ = true;
@@ -52,7 +52,7 @@ void WatchedPodSource::Stop() {
 }
 
 Result<std::vector<BoundPod>> WatchedPodSource::CurrentPods() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!synced_) return Unavailable("the pods of node " + node_name_ + " are not listed yet");
   std::vector<BoundPod> out;
   out.reserve(pods_.size());
@@ -63,7 +63,7 @@ Result<std::vector<BoundPod>> WatchedPodSource::CurrentPods() {
 Result<std::vector<BoundPod>> WatchedPodSource::ListNow() {
   Result<std::vector<BoundPod>> live = live_.CurrentPods();
   if (!live.ok()) return live;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   uint64_t next = arrivals_;
   for (BoundPod& pod : live.value()) {
     const auto known = pods_.find(pod.uid);
@@ -73,29 +73,32 @@ Result<std::vector<BoundPod>> WatchedPodSource::ListNow() {
 }
 
 bool WatchedPodSource::synced() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return synced_;
 }
 
 bool WatchedPodSource::WaitForChanges(uint64_t count) {
-  std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait(lock, [&] { return stopping_ || changes_ >= count; });
+  MutexLock lock(mu_);
+  while (!stopping_ && changes_ < count) lock.Wait(changed_);
   return changes_ >= count;
 }
 
 bool WatchedPodSource::WaitForChange(uint64_t seen, std::chrono::milliseconds at_most) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return changed_.wait_for(lock, at_most, [&] { return stopping_ || changes_ > seen; }) &&
-         changes_ > seen;
+  const auto deadline = std::chrono::steady_clock::now() + at_most;
+  MutexLock lock(mu_);
+  while (!stopping_ && changes_ <= seen) {
+    if (lock.WaitUntil(changed_, deadline) == std::cv_status::timeout) break;
+  }
+  return changes_ > seen;
 }
 
 uint64_t WatchedPodSource::changes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return changes_;
 }
 
 uint64_t WatchedPodSource::lists() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return lists_;
 }
 
@@ -103,7 +106,7 @@ Result<std::string> WatchedPodSource::Relist() {
   Result<NodePods> listed = ListNodePods(kube_, node_name_, resource_name_);
   if (!listed.ok()) return listed.status();
   std::map<std::string, BoundPod> pods;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (BoundPod& pod : listed->pods) {
     const auto known = pods_.find(pod.uid);
     pod.arrival = known != pods_.end() ? known->second.arrival : ++arrivals_;
@@ -123,7 +126,7 @@ Status WatchedPodSource::WatchFrom(std::string& resource_version) {
   Status failed = Status::Ok();  // set by an event that ends the watch (410, unreadable)
   std::atomic<bool> end{false};  // this watch's stop flag: set here, or by Stop()
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return Unavailable("stopped");
     watch_end_ = &end;
   }
@@ -152,7 +155,7 @@ Status WatchedPodSource::WatchFrom(std::string& resource_version) {
     // A pod to drop (deleted, finished, unreadable) is read again only for its uid.
     const std::string uid = pod.has_value() ? pod->uid : UidOf(event->object);
     if (uid.empty()) return;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (pod.has_value()) {
       const auto known = pods_.find(uid);
       pod->arrival = known != pods_.end() ? known->second.arrival : ++arrivals_;
@@ -167,7 +170,7 @@ Status WatchedPodSource::WatchFrom(std::string& resource_version) {
       "/api/v1/pods", resource_version, options_.watch_timeout_seconds, [] {}, on_event, end,
       selector_);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     watch_end_ = nullptr;
   }
   if (!failed.ok()) return failed;
@@ -202,8 +205,10 @@ void WatchedPodSource::Run() {
       }
     }
     spdlog::warn("enforce: {}; retrying in {} ms", failed.message(), options_.retry_delay.count());
-    std::unique_lock<std::mutex> lock(mu_);
-    changed_.wait_for(lock, options_.retry_delay, [&] { return stopping_; });
+    const auto retry_at = std::chrono::steady_clock::now() + options_.retry_delay;
+    MutexLock lock(mu_);
+    while (!stopping_ && lock.WaitUntil(changed_, retry_at) == std::cv_status::no_timeout) {
+    }
   }
 }
 

@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "gputopo/mutex.h"
 #include "gputopo/status.h"
 #include "src/agent/device_plugin.h"
 #include "src/agent/kube_pod_source.h"
@@ -86,16 +87,16 @@ class WatchedPodSource final : public PodSource {
   const WatchedPodSourceOptions options_;
   KubePodSource live_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable changed_;
-  std::map<std::string, BoundPod> pods_;    // GUARDED_BY(mu_): by uid
-  uint64_t arrivals_ = 0;                   // GUARDED_BY(mu_): BoundPod::arrival handed out
-  bool synced_ = false;                     // GUARDED_BY(mu_)
-  uint64_t changes_ = 0;                    // GUARDED_BY(mu_)
-  uint64_t lists_ = 0;                      // GUARDED_BY(mu_)
-  bool stopping_ = false;                   // GUARDED_BY(mu_)
-  std::atomic<bool> stop_{false};           // the thread ends
-  std::atomic<bool>* watch_end_ = nullptr;  // GUARDED_BY(mu_): the open watch's stop flag
+  std::map<std::string, BoundPod> pods_ GPUTOPO_GUARDED_BY(mu_);  // by uid
+  uint64_t arrivals_ GPUTOPO_GUARDED_BY(mu_) = 0;                 // BoundPod::arrival handed out
+  bool synced_ GPUTOPO_GUARDED_BY(mu_) = false;
+  uint64_t changes_ GPUTOPO_GUARDED_BY(mu_) = 0;
+  uint64_t lists_ GPUTOPO_GUARDED_BY(mu_) = 0;
+  bool stopping_ GPUTOPO_GUARDED_BY(mu_) = false;
+  std::atomic<bool> stop_{false};                                   // the thread ends
+  std::atomic<bool>* watch_end_ GPUTOPO_GUARDED_BY(mu_) = nullptr;  // the open watch's stop flag
   std::thread thread_;
 };
 

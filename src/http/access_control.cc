@@ -65,7 +65,7 @@ AccessControl::Decision AccessControl::Check(std::string_view authorization,
   std::optional<ReviewedUser> user;
   bool user_known = false;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (auto it = accesses_.find(access_key); it != accesses_.end() && it->second.expires > now) {
       if (it->second.allowed) return {Verdict::kAllowed, ""};
       return {Verdict::kForbidden, "RBAC does not allow get on " + std::string(path)};
@@ -81,7 +81,7 @@ AccessControl::Decision AccessControl::Check(std::string_view authorization,
       return {Verdict::kUnavailable, "TokenReview failed: " + reviewed.status().message()};
     }
     user = *reviewed;
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (users_.size() >= options_.max_entries) users_.clear();
     users_[hash] = {user, now + options_.authn_ttl};
   }
@@ -92,7 +92,7 @@ AccessControl::Decision AccessControl::Check(std::string_view authorization,
     return {Verdict::kUnavailable, "SubjectAccessReview failed: " + allowed.status().message()};
   }
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (accesses_.size() >= options_.max_entries) accesses_.clear();
     accesses_[access_key] = {*allowed, now + (*allowed ? options_.allow_ttl : options_.deny_ttl)};
   }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "gputopo/clock.h"
+#include "gputopo/mutex.h"
 #include "gputopo/status.h"
 
 namespace gputopo::http {
@@ -80,9 +81,10 @@ class AccessControl {
   AccessReviewer& reviewer_;
   const Clock& clock_;
   const Options options_;
-  std::mutex mutex_;
-  std::unordered_map<std::string, CachedUser> users_;       // GUARDED_BY(mutex_): by token hash
-  std::unordered_map<std::string, CachedAccess> accesses_;  // GUARDED_BY(mutex_): hash + path
+  Mutex mutex_;
+  std::unordered_map<std::string, CachedUser> users_ GPUTOPO_GUARDED_BY(mutex_);  // by token hash
+  std::unordered_map<std::string, CachedAccess> accesses_
+      GPUTOPO_GUARDED_BY(mutex_);  // hash + path
 };
 
 }  // namespace gputopo::http

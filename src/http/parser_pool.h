@@ -11,6 +11,7 @@
 #include <mutex>
 #include <vector>
 
+#include "gputopo/mutex.h"
 #include "src/codec/extender_codec.h"
 
 namespace gputopo::http {
@@ -41,7 +42,7 @@ class ParserPool {
   };
 
   Lease Acquire() {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (!free_.empty()) {
       auto parser = std::move(free_.back());
       free_.pop_back();
@@ -53,15 +54,15 @@ class ParserPool {
  private:
   void Return(std::unique_ptr<extender::ExtenderRequestParser> parser, size_t used_bytes) {
     if (used_bytes > keep_bytes_) return;  // drop: frees its large buffers
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (free_.size() < max_pooled_) free_.push_back(std::move(parser));
   }
 
   const size_t max_bytes_;
   const size_t keep_bytes_;
   const size_t max_pooled_;
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<extender::ExtenderRequestParser>> free_;  // GUARDED_BY(mutex_)
+  Mutex mutex_;
+  std::vector<std::unique_ptr<extender::ExtenderRequestParser>> free_ GPUTOPO_GUARDED_BY(mutex_);
 };
 
 }  // namespace gputopo::http

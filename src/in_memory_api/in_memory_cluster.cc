@@ -22,6 +22,7 @@ std::string Dump(const json& object) {
 
 Result<std::unique_ptr<InMemoryCluster>> InMemoryCluster::Load(std::string_view list_json) {
   std::unique_ptr<InMemoryCluster> cluster(new InMemoryCluster());
+  MutexLock lock(cluster->mutex_);  // not shared yet; held for the analysis's sake
   std::string list_kind;
   std::vector<Item> items;
   try {
@@ -88,12 +89,12 @@ Result<std::unique_ptr<InMemoryCluster>> InMemoryCluster::Load(std::string_view 
 }
 
 std::vector<NodeInfo> InMemoryCluster::Nodes() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return nodes_;
 }
 
 std::vector<PodInfo> InMemoryCluster::Pods() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   std::vector<std::pair<size_t, PodInfo>> ordered;
   for (const auto& [key, slot] : pods_) ordered.emplace_back(slot.item, slot.info);
   std::sort(ordered.begin(), ordered.end(),
@@ -104,12 +105,12 @@ std::vector<PodInfo> InMemoryCluster::Pods() const {
 }
 
 void InMemoryCluster::SetPodListener(PodListener listener) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   listener_ = std::move(listener);
 }
 
 std::vector<std::string> InMemoryCluster::PendingPodObjects() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   std::vector<std::pair<size_t, std::string>> pending;
   for (const auto& [key, slot] : pods_) {
     if (slot.info.node_name.empty() && slot.info.phase == PodPhase::kPending) {
@@ -123,7 +124,7 @@ std::vector<std::string> InMemoryCluster::PendingPodObjects() const {
 }
 
 std::string InMemoryCluster::ListJson() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   size_t size = 96;
   for (const Item& item : items_) size += item.json.size() + 1;
   std::string out;
@@ -138,7 +139,7 @@ std::string InMemoryCluster::ListJson() const {
 }
 
 Result<PodInfo> InMemoryCluster::GetPod(std::string_view namespace_name, std::string_view name) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = pods_.find(std::string(namespace_name) + "/" + std::string(name));
   if (it == pods_.end()) {
     return NotFound("pods \"" + std::string(name) + "\" not found in namespace " +
@@ -173,7 +174,7 @@ Result<InMemoryCluster::PodSlot*> InMemoryCluster::FindPodLocked(const PodRef& p
 
 Status InMemoryCluster::AnnotatePod(const PodRef& pod, std::string_view resource_version,
                                     std::string_view key, std::string_view value) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   Result<PodSlot*> found = FindPodLocked(pod);
   if (!found.ok()) return found.status();
   PodSlot& slot = **found;
@@ -193,7 +194,7 @@ Status InMemoryCluster::AnnotatePod(const PodRef& pod, std::string_view resource
 
 Status InMemoryCluster::BindPod(const PodRef& pod, std::string_view resource_version,
                                 std::string_view node, const AnnotationList& annotations) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   Result<PodSlot*> found = FindPodLocked(pod);
   if (!found.ok()) return found.status();
   PodSlot& slot = **found;
@@ -224,7 +225,7 @@ Status InMemoryCluster::BindPod(const PodRef& pod, std::string_view resource_ver
 
 Status InMemoryCluster::RecordEvent(const PodRef& pod, std::string_view reason,
                                     std::string_view message) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   const std::string version = NextResourceVersionLocked();
   // As the API server stores it: named from generateName (which it keeps), with a
   // resourceVersion. The snapshot

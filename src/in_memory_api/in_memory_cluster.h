@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "gputopo/kube_api.h"
+#include "gputopo/mutex.h"
 #include "gputopo/node_info.h"
 #include "gputopo/pod_info.h"
 #include "gputopo/status.h"
@@ -67,18 +68,18 @@ class InMemoryCluster final : public KubeApi {
   InMemoryCluster() = default;
   // Precondition: mutex_ held. The pod's slot, as the API server resolves a write to it:
   // NotFound, or Conflict when the request names another UID than the stored pod's.
-  Result<PodSlot*> FindPodLocked(const PodRef& pod);
+  Result<PodSlot*> FindPodLocked(const PodRef& pod) GPUTOPO_REQUIRES(mutex_);
   // Precondition: mutex_ held. Re-encodes a changed pod and tells the listener.
-  Status ReplacePodLocked(PodSlot& slot, std::string json);
-  std::string NextResourceVersionLocked();
+  Status ReplacePodLocked(PodSlot& slot, std::string json) GPUTOPO_REQUIRES(mutex_);
+  std::string NextResourceVersionLocked() GPUTOPO_REQUIRES(mutex_);
 
-  mutable std::mutex mutex_;
-  std::vector<Item> items_;                           // GUARDED_BY(mutex_)
-  std::vector<NodeInfo> nodes_;                       // GUARDED_BY(mutex_)
-  std::map<std::string, PodSlot, std::less<>> pods_;  // GUARDED_BY(mutex_), by ns/name
-  uint64_t resource_version_ = 0;                     // GUARDED_BY(mutex_)
-  PodListener listener_;                              // GUARDED_BY(mutex_)
-  codec::K8sDecoder decoder_;                         // GUARDED_BY(mutex_)
+  mutable Mutex mutex_;
+  std::vector<Item> items_ GPUTOPO_GUARDED_BY(mutex_);
+  std::vector<NodeInfo> nodes_ GPUTOPO_GUARDED_BY(mutex_);
+  std::map<std::string, PodSlot, std::less<>> pods_ GPUTOPO_GUARDED_BY(mutex_);  // by ns/name
+  uint64_t resource_version_ GPUTOPO_GUARDED_BY(mutex_) = 0;
+  PodListener listener_ GPUTOPO_GUARDED_BY(mutex_);
+  codec::K8sDecoder decoder_ GPUTOPO_GUARDED_BY(mutex_);
 };
 
 }  // namespace gputopo::in_memory_api

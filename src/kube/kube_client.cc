@@ -108,7 +108,7 @@ KubeClient::~KubeClient() {
 
 void* KubeClient::TakeHandle() {
   {
-    std::lock_guard<std::mutex> lock(pool_mutex_);
+    MutexLock lock(pool_mutex_);
     if (!pool_.empty()) {
       void* handle = pool_.back();
       pool_.pop_back();
@@ -120,7 +120,7 @@ void* KubeClient::TakeHandle() {
 }
 
 void KubeClient::ReturnHandle(void* handle) {
-  std::lock_guard<std::mutex> lock(pool_mutex_);
+  MutexLock lock(pool_mutex_);
   if (pool_.size() < 16) {
     pool_.push_back(handle);
   } else {

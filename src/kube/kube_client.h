@@ -26,6 +26,7 @@
 
 #include "gputopo/clock.h"
 #include "gputopo/kube_api.h"
+#include "gputopo/mutex.h"
 #include "src/http/access_control.h"
 #include "src/kube/kube_config.h"
 
@@ -110,8 +111,8 @@ class KubeClient final : public KubeApi, public http::AccessReviewer {
   const KubeConfig config_;
   const ClientOptions options_;
   const Clock& clock_;
-  std::mutex pool_mutex_;
-  std::vector<void*> pool_;  // GUARDED_BY(pool_mutex_): idle CURL easy handles
+  Mutex pool_mutex_;
+  std::vector<void*> pool_ GPUTOPO_GUARDED_BY(pool_mutex_);  // idle CURL easy handles
 };
 
 }  // namespace gputopo::kube

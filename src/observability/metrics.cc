@@ -88,7 +88,7 @@ MetricFamily<Child>& MetricsRegistry::Register(prometheus::MetricType type, std:
       Die("bucket bounds must be finite and increasing", name);
     }
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   if (auto it = registered_.find(name); it != registered_.end()) {
     if (it->second.type != type) Die("registered again with another type", name);
     auto& existing = *static_cast<MetricFamily<Child>*>(it->second.family.get());
@@ -150,7 +150,7 @@ HistogramFamily& MetricsRegistry::RegisterHistogram(std::string_view name, std::
 }
 
 void MetricsRegistry::AddCollector(Collector collector) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   collectors_.push_back(std::move(collector));
 }
 
@@ -206,7 +206,7 @@ std::string MetricsRegistry::Render() const {
   std::vector<Collector> collectors;
   std::map<std::string, prometheus::MetricType, std::less<>> taken;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     collectors = collectors_;
     taken = taken_;
   }

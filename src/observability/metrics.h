@@ -56,6 +56,8 @@
 #include <string_view>
 #include <vector>
 
+#include "gputopo/mutex.h"
+
 namespace gputopo::observability {
 
 // The Content-Type of Render()'s output, for the HTTP response.
@@ -187,11 +189,11 @@ class MetricsRegistry {
                                 std::vector<double> bounds);
 
   prometheus::Registry registry_;
-  mutable std::mutex mutex_;
-  std::map<std::string, Registered, std::less<>> registered_;  // GUARDED_BY(mutex_)
-  // GUARDED_BY(mutex_): every sample name registered families use (a histogram's three).
-  std::map<std::string, prometheus::MetricType, std::less<>> taken_;
-  std::vector<Collector> collectors_;  // GUARDED_BY(mutex_)
+  mutable Mutex mutex_;
+  std::map<std::string, Registered, std::less<>> registered_ GPUTOPO_GUARDED_BY(mutex_);
+  // Every sample name registered families use (a histogram's three).
+  std::map<std::string, prometheus::MetricType, std::less<>> taken_ GPUTOPO_GUARDED_BY(mutex_);
+  std::vector<Collector> collectors_ GPUTOPO_GUARDED_BY(mutex_);
 };
 
 }  // namespace gputopo::observability

@@ -91,20 +91,20 @@ void DecisionLog::AddLocked(std::shared_ptr<const Record>& latest,
 }
 
 void DecisionLog::Add(std::shared_ptr<const CycleRecord> record) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   PodHistory& history = PodLocked(record->pod_key);
   AddLocked(record->verb == Verb::kFilter ? history.filter : history.prioritize, record);
   TrimPodsLocked();
 }
 
 void DecisionLog::Add(std::shared_ptr<const BindRecord> record) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   AddLocked(PodLocked(record->pod_key).bind, record);
   TrimPodsLocked();
 }
 
 std::vector<DecisionRecord> DecisionLog::Recent(size_t limit) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   std::vector<DecisionRecord> out;
   for (auto it = events_.rbegin(); it != events_.rend() && out.size() < limit; ++it) {
     out.push_back(it->second);
@@ -113,7 +113,7 @@ std::vector<DecisionRecord> DecisionLog::Recent(size_t limit) const {
 }
 
 std::optional<PodHistory> DecisionLog::ForPod(const std::string& pod_key) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = pods_.find(pod_key);
   if (it == pods_.end()) return std::nullopt;
   return it->second;

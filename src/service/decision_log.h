@@ -26,6 +26,7 @@
 
 #include "evaluation/evaluation_source.h"
 #include "gputopo/enum_names.h"
+#include "gputopo/mutex.h"
 #include "policies/engine/evaluation.h"
 #include "policies/state/cluster_snapshot.h"
 
@@ -143,25 +144,25 @@ class DecisionLog {
   std::optional<PodHistory> ForPod(const std::string& pod_key) const;
 
  private:
-  void AddLocked(DecisionRecord record, uint64_t sequence);
+  void AddLocked(DecisionRecord record, uint64_t sequence) GPUTOPO_REQUIRES(mutex_);
   // Adds `record`, and makes it the pod's `latest` of its kind unless that one is newer.
   template <typename Record>
-  void AddLocked(std::shared_ptr<const Record>& latest,
-                 const std::shared_ptr<const Record>& record);
-  PodHistory& PodLocked(const std::string& pod_key);
-  void TrimPodsLocked();
+  void AddLocked(std::shared_ptr<const Record>& latest, const std::shared_ptr<const Record>& record)
+      GPUTOPO_REQUIRES(mutex_);
+  PodHistory& PodLocked(const std::string& pod_key) GPUTOPO_REQUIRES(mutex_);
+  void TrimPodsLocked() GPUTOPO_REQUIRES(mutex_);
 
   const size_t max_events_;
   const size_t max_pods_;
   const size_t max_bytes_;
-  mutable std::mutex mutex_;
+  mutable Mutex mutex_;
   std::atomic<uint64_t> next_sequence_{0};
-  // GUARDED_BY(mutex_), by sequence, oldest first.
-  std::deque<std::pair<uint64_t, DecisionRecord>> events_;
-  size_t events_bytes_ = 0;                           // GUARDED_BY(mutex_)
-  std::unordered_map<std::string, PodHistory> pods_;  // GUARDED_BY(mutex_)
-  std::deque<std::string> pod_order_;                 // GUARDED_BY(mutex_), oldest first
-  size_t pods_bytes_ = 0;                             // GUARDED_BY(mutex_)
+  // By sequence, oldest first.
+  std::deque<std::pair<uint64_t, DecisionRecord>> events_ GPUTOPO_GUARDED_BY(mutex_);
+  size_t events_bytes_ GPUTOPO_GUARDED_BY(mutex_) = 0;
+  std::unordered_map<std::string, PodHistory> pods_ GPUTOPO_GUARDED_BY(mutex_);
+  std::deque<std::string> pod_order_ GPUTOPO_GUARDED_BY(mutex_);  // oldest first
+  size_t pods_bytes_ GPUTOPO_GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace gputopo::service

@@ -82,7 +82,7 @@ void DecisionRecorder::Observe(std::shared_ptr<CycleRecord> record) {
   bool post_now = false;
   bool post_later = false;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (queued_.size() < options_.max_pending) {
       queued_.push_back(std::move(record));
       ++queued_count_;
@@ -103,14 +103,14 @@ void DecisionRecorder::Observe(std::shared_ptr<CycleRecord> record) {
 void DecisionRecorder::CommitQueued(bool task) {
   std::vector<std::shared_ptr<CycleRecord>> batch;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     batch.swap(queued_);
     // A flush leaves the posted task be: it will find what arrives meanwhile.
     if (task) posted_ = urged_ = false;
   }
   if (batch.empty()) return;
   for (std::shared_ptr<CycleRecord>& record : batch) Commit(std::move(record));
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   committed_count_ += batch.size();
   committed_.notify_all();
 }
@@ -118,12 +118,12 @@ void DecisionRecorder::CommitQueued(bool task) {
 void DecisionRecorder::Flush() {
   uint64_t target = 0;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     target = queued_count_;
   }
   CommitQueued(false);
-  std::unique_lock<std::mutex> lock(mutex_);
-  committed_.wait(lock, [&] { return committed_count_ >= target; });
+  MutexLock lock(mutex_);
+  while (committed_count_ < target) lock.Wait(committed_);
 }
 
 }  // namespace gputopo::service

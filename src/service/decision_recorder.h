@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "gputopo/executor.h"
+#include "gputopo/mutex.h"
 #include "src/service/cycle_metrics.h"
 #include "src/service/cycle_observer.h"
 #include "src/service/decision_log.h"
@@ -76,14 +77,14 @@ class DecisionRecorder final : public CycleObserver {
 
   const CommitFn commit_;
   const RecorderOptions options_;
-  std::mutex mutex_;
-  std::condition_variable committed_;                 // committed_count_ grew
-  std::vector<std::shared_ptr<CycleRecord>> queued_;  // GUARDED_BY(mutex_)
-  uint64_t queued_count_ = 0;                         // GUARDED_BY(mutex_): records ever queued
-  uint64_t committed_count_ = 0;  // GUARDED_BY(mutex_): queued records committed
-  bool posted_ = false;           // GUARDED_BY(mutex_): a commit task is queued for the batch
-  bool urged_ = false;            // GUARDED_BY(mutex_): ... and one to end its delay early
-  TaskScope tasks_;               // last: closed first, while the members above exist
+  Mutex mutex_;
+  std::condition_variable committed_;  // committed_count_ grew
+  std::vector<std::shared_ptr<CycleRecord>> queued_ GPUTOPO_GUARDED_BY(mutex_);
+  uint64_t queued_count_ GPUTOPO_GUARDED_BY(mutex_) = 0;     // records ever queued
+  uint64_t committed_count_ GPUTOPO_GUARDED_BY(mutex_) = 0;  // queued records committed
+  bool posted_ GPUTOPO_GUARDED_BY(mutex_) = false;  // a commit task is queued for the batch
+  bool urged_ GPUTOPO_GUARDED_BY(mutex_) = false;   // ... and one to end its delay early
+  TaskScope tasks_;  // last: closed first, while the members above exist
 };
 
 }  // namespace gputopo::service

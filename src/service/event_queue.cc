@@ -18,7 +18,7 @@ EventQueue::EventQueue(KubeApi& kube, size_t capacity, const std::function<void(
 
 EventQueue::~EventQueue() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     stopping_ = true;
   }
   work_.notify_all();
@@ -27,7 +27,7 @@ EventQueue::~EventQueue() {
 
 bool EventQueue::Submit(PodRef pod, std::string reason, std::string message) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (pending_.size() >= capacity_) {
       ++stats_.dropped;
       return false;
@@ -40,22 +40,26 @@ bool EventQueue::Submit(PodRef pod, std::string reason, std::string message) {
 }
 
 bool EventQueue::Drain(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   const uint64_t target = queued_;
-  return done_.wait_for(lock, timeout, [&] { return finished_ >= target; });
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (finished_ < target) {
+    if (lock.WaitUntil(done_, deadline) == std::cv_status::timeout) return finished_ >= target;
+  }
+  return true;
 }
 
 EventQueueStats EventQueue::Stats() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   EventQueueStats out = stats_;
   out.pending = pending_.size();
   return out;
 }
 
 void EventQueue::Run() {
-  std::unique_lock<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   while (true) {
-    work_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
+    while (!stopping_ && pending_.empty()) lock.Wait(work_);
     if (stopping_) {
       stats_.dropped += pending_.size();
       finished_ += pending_.size();
@@ -65,9 +69,9 @@ void EventQueue::Run() {
     }
     Event event = std::move(pending_.front());
     pending_.pop_front();
-    lock.unlock();
+    lock.Unlock();
     const Status status = kube_.RecordEvent(event.pod, event.reason, event.message);
-    lock.lock();
+    lock.Lock();
     ++(status.ok() ? stats_.posted : stats_.failed);
     ++finished_;
     done_.notify_all();

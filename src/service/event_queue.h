@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "gputopo/kube_api.h"
+#include "gputopo/mutex.h"
 
 namespace gputopo::service {
 
@@ -60,14 +61,14 @@ class EventQueue {
 
   KubeApi& kube_;
   const size_t capacity_;
-  mutable std::mutex mutex_;
-  std::condition_variable work_;      // an event was queued, or stopping
-  std::condition_variable done_;      // finished_ grew
-  std::deque<Event> pending_;         // GUARDED_BY(mutex_)
-  uint64_t queued_ = 0;               // GUARDED_BY(mutex_): events ever accepted
-  uint64_t finished_ = 0;             // GUARDED_BY(mutex_): accepted events posted or failed
-  EventQueueStats stats_;             // GUARDED_BY(mutex_), without `pending`
-  bool stopping_ = false;             // GUARDED_BY(mutex_)
+  mutable Mutex mutex_;
+  std::condition_variable work_;  // an event was queued, or stopping
+  std::condition_variable done_;  // finished_ grew
+  std::deque<Event> pending_ GPUTOPO_GUARDED_BY(mutex_);
+  uint64_t queued_ GPUTOPO_GUARDED_BY(mutex_) = 0;    // events ever accepted
+  uint64_t finished_ GPUTOPO_GUARDED_BY(mutex_) = 0;  // accepted events posted or failed
+  EventQueueStats stats_ GPUTOPO_GUARDED_BY(mutex_);  // without `pending`
+  bool stopping_ GPUTOPO_GUARDED_BY(mutex_) = false;
   std::vector<std::thread> threads_;  // last: start once the members above exist
 };
 

@@ -28,7 +28,7 @@ void RecentPods::Remember(const PodInfo& pod) {
   if (pod.uid.empty() || capacity_ == 0) return;
   const size_t bytes = ApproxBytes(pod);
   if (bytes > max_bytes_) return;  // larger than the whole cache: not worth evicting for
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = pods_.find(pod.uid);
   if (it != pods_.end()) {
     bytes_ -= ApproxBytes(it->second);
@@ -44,14 +44,14 @@ void RecentPods::Remember(const PodInfo& pod) {
 }
 
 std::optional<PodInfo> RecentPods::Find(std::string_view uid) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = pods_.find(std::string(uid));
   if (it == pods_.end()) return std::nullopt;
   return it->second;
 }
 
 size_t RecentPods::bytes() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return bytes_;
 }
 

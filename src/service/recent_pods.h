@@ -16,6 +16,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "gputopo/mutex.h"
 #include "gputopo/pod_info.h"
 
 namespace gputopo::service {
@@ -33,14 +34,14 @@ class RecentPods {
   static size_t ApproxBytes(const PodInfo& pod);
 
  private:
-  void EraseOldestLocked();
+  void EraseOldestLocked() GPUTOPO_REQUIRES(mutex_);
 
   const size_t capacity_;
   const size_t max_bytes_;
-  mutable std::mutex mutex_;
-  size_t bytes_ = 0;                               // GUARDED_BY(mutex_)
-  std::unordered_map<std::string, PodInfo> pods_;  // GUARDED_BY(mutex_)
-  std::deque<std::string> order_;                  // GUARDED_BY(mutex_), oldest first
+  mutable Mutex mutex_;
+  size_t bytes_ GPUTOPO_GUARDED_BY(mutex_) = 0;
+  std::unordered_map<std::string, PodInfo> pods_ GPUTOPO_GUARDED_BY(mutex_);
+  std::deque<std::string> order_ GPUTOPO_GUARDED_BY(mutex_);  // oldest first
 };
 
 }  // namespace gputopo::service

@@ -11,7 +11,7 @@ void TableRefresher::Notify(std::shared_ptr<const policies::ClusterSnapshot> sna
   std::shared_ptr<const policies::ClusterSnapshot> superseded;
   bool post = false;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     superseded = std::exchange(latest_, std::move(snapshot));
     ++notified_;
     post = !std::exchange(posted_, true);
@@ -21,24 +21,24 @@ void TableRefresher::Notify(std::shared_ptr<const policies::ClusterSnapshot> sna
 }
 
 void TableRefresher::WaitIdle() {
-  std::unique_lock<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   const uint64_t target = notified_;
-  idle_.wait(lock, [&] { return done_ >= target; });
+  while (done_ < target) lock.Wait(idle_);
 }
 
 uint64_t TableRefresher::nodes_evaluated() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return nodes_evaluated_;
 }
 
 void TableRefresher::Refresh() {
-  std::unique_lock<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   std::shared_ptr<const policies::ClusterSnapshot> snapshot = std::move(latest_);
   const uint64_t covers = notified_;
-  lock.unlock();
+  lock.Unlock();
   const uint64_t evaluated = snapshot != nullptr ? source_.Refresh(snapshot) : 0;
   snapshot.reset();
-  lock.lock();
+  lock.Lock();
   nodes_evaluated_ += evaluated;
   done_ = covers;
   idle_.notify_all();
@@ -46,7 +46,7 @@ void TableRefresher::Refresh() {
   // (committing decision records) takes turns with a stream of refreshes.
   const bool again = latest_ != nullptr;
   posted_ = again;
-  lock.unlock();
+  lock.Unlock();
   if (again) tasks_.Post([this] { Refresh(); });
 }
 

@@ -21,6 +21,7 @@
 
 #include "evaluation/evaluation_source.h"
 #include "gputopo/executor.h"
+#include "gputopo/mutex.h"
 #include "policies/state/cluster_snapshot.h"
 #include "src/service/task_scope.h"
 
@@ -49,14 +50,14 @@ class TableRefresher {
   void Refresh();  // the posted task
 
   evaluation::EvaluationSource& source_;
-  mutable std::mutex mutex_;
-  std::condition_variable idle_;                             // done_ grew
-  std::shared_ptr<const policies::ClusterSnapshot> latest_;  // GUARDED_BY(mutex_)
-  bool posted_ = false;           // GUARDED_BY(mutex_): a Refresh is queued or running
-  uint64_t notified_ = 0;         // GUARDED_BY(mutex_): snapshots notified
-  uint64_t done_ = 0;             // GUARDED_BY(mutex_): notified snapshots refreshed against
-  uint64_t nodes_evaluated_ = 0;  // GUARDED_BY(mutex_)
-  TaskScope tasks_;               // last: closed first, while the members above exist
+  mutable Mutex mutex_;
+  std::condition_variable idle_;  // done_ grew
+  std::shared_ptr<const policies::ClusterSnapshot> latest_ GPUTOPO_GUARDED_BY(mutex_);
+  bool posted_ GPUTOPO_GUARDED_BY(mutex_) = false;    // a Refresh is queued or running
+  uint64_t notified_ GPUTOPO_GUARDED_BY(mutex_) = 0;  // snapshots notified
+  uint64_t done_ GPUTOPO_GUARDED_BY(mutex_) = 0;      // notified snapshots refreshed against
+  uint64_t nodes_evaluated_ GPUTOPO_GUARDED_BY(mutex_) = 0;
+  TaskScope tasks_;  // last: closed first, while the members above exist
 };
 
 }  // namespace gputopo::service

@@ -9,19 +9,19 @@ TaskScope::TaskScope(Executor& executor) : executor_(executor) {}
 Executor::Task TaskScope::Wrap(Executor::Task task) const {
   return [shared = shared_, task = std::move(task)] {
     {
-      std::lock_guard<std::mutex> lock(shared->mutex);
+      MutexLock lock(shared->mutex);
       if (shared->closed) return;
       ++shared->running;
     }
     task();
-    std::lock_guard<std::mutex> lock(shared->mutex);
+    MutexLock lock(shared->mutex);
     if (--shared->running == 0) shared->idle.notify_all();
   };
 }
 
 void TaskScope::Post(Executor::Task task) {
   {
-    std::lock_guard<std::mutex> lock(shared_->mutex);
+    MutexLock lock(shared_->mutex);
     if (shared_->closed) return;
   }
   executor_.Post(Wrap(std::move(task)));
@@ -29,16 +29,16 @@ void TaskScope::Post(Executor::Task task) {
 
 void TaskScope::PostAfter(std::chrono::nanoseconds delay, Executor::Task task) {
   {
-    std::lock_guard<std::mutex> lock(shared_->mutex);
+    MutexLock lock(shared_->mutex);
     if (shared_->closed) return;
   }
   executor_.PostAfter(delay, Wrap(std::move(task)));
 }
 
 void TaskScope::Close() {
-  std::unique_lock<std::mutex> lock(shared_->mutex);
+  MutexLock lock(shared_->mutex);
   shared_->closed = true;
-  shared_->idle.wait(lock, [&] { return shared_->running == 0; });
+  while (shared_->running != 0) lock.Wait(shared_->idle);
 }
 
 }  // namespace gputopo::service

@@ -16,6 +16,7 @@
 #include <mutex>
 
 #include "gputopo/executor.h"
+#include "gputopo/mutex.h"
 
 namespace gputopo::service {
 
@@ -35,10 +36,10 @@ class TaskScope {
 
  private:
   struct Shared {
-    std::mutex mutex;
+    Mutex mutex;
     std::condition_variable idle;  // running dropped to 0
-    int running = 0;               // GUARDED_BY(mutex)
-    bool closed = false;           // GUARDED_BY(mutex)
+    int running GPUTOPO_GUARDED_BY(mutex) = 0;
+    bool closed GPUTOPO_GUARDED_BY(mutex) = false;
   };
   Executor::Task Wrap(Executor::Task task) const;
 

@@ -16,7 +16,7 @@ ThreadPoolExecutor::~ThreadPoolExecutor() {
   std::deque<Task> ready;
   std::map<std::pair<TimePoint, uint64_t>, Task> delayed;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     stopping_ = true;
     ready.swap(ready_);
     delayed.swap(delayed_);
@@ -29,7 +29,7 @@ ThreadPoolExecutor::~ThreadPoolExecutor() {
 
 void ThreadPoolExecutor::Post(Task task) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (stopping_) return;  // `task` is destroyed unrun, after the lock is released
     ready_.push_back(std::move(task));
   }
@@ -41,7 +41,7 @@ void ThreadPoolExecutor::PostAfter(std::chrono::nanoseconds delay, Task task) {
   const TimePoint due = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(delay);
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (stopping_) return;
     delayed_.emplace(std::make_pair(due, posted_++), std::move(task));
   }
@@ -50,7 +50,7 @@ void ThreadPoolExecutor::PostAfter(std::chrono::nanoseconds delay, Task task) {
 }
 
 void ThreadPoolExecutor::Run() {
-  std::unique_lock<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   while (!stopping_) {
     if (!delayed_.empty() && delayed_.begin()->first.first <= std::chrono::steady_clock::now()) {
       ready_.push_back(std::move(delayed_.begin()->second));
@@ -59,18 +59,18 @@ void ThreadPoolExecutor::Run() {
     if (!ready_.empty()) {
       Task task = std::move(ready_.front());
       ready_.pop_front();
-      lock.unlock();
+      lock.Unlock();
       task();
       task = nullptr;  // its captures are released before the lock is taken again
-      lock.lock();
+      lock.Lock();
       continue;
     }
     if (delayed_.empty()) {
-      work_.wait(lock);
+      lock.Wait(work_);
     } else {
       // A copy: the entry may be gone (another thread took it) by the time the wait ends.
       const TimePoint due = delayed_.begin()->first.first;
-      work_.wait_until(lock, due);
+      lock.WaitUntil(work_, due);
     }
   }
 }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "gputopo/executor.h"
+#include "gputopo/mutex.h"
 
 namespace gputopo::service {
 
@@ -40,13 +41,13 @@ class ThreadPoolExecutor final : public Executor {
   using TimePoint = std::chrono::steady_clock::time_point;
   void Run();
 
-  std::mutex mutex_;
+  Mutex mutex_;
   std::condition_variable work_;  // a task was queued or became due, or stopping
-  std::deque<Task> ready_;        // GUARDED_BY(mutex_)
-  // GUARDED_BY(mutex_): delayed tasks by due time, then by order of posting.
-  std::map<std::pair<TimePoint, uint64_t>, Task> delayed_;
-  uint64_t posted_ = 0;    // GUARDED_BY(mutex_): orders delayed tasks due at the same time
-  bool stopping_ = false;  // GUARDED_BY(mutex_)
+  std::deque<Task> ready_ GPUTOPO_GUARDED_BY(mutex_);
+  // Delayed tasks by due time, then by order of posting.
+  std::map<std::pair<TimePoint, uint64_t>, Task> delayed_ GPUTOPO_GUARDED_BY(mutex_);
+  uint64_t posted_ GPUTOPO_GUARDED_BY(mutex_) = 0;  // orders delayed tasks due at the same time
+  bool stopping_ GPUTOPO_GUARDED_BY(mutex_) = false;
   std::vector<std::thread> threads_;  // last: start once the members above exist
 };
 
