@@ -2,11 +2,13 @@
 // Kubernetes client, the watch-driven cache and bind.
 //
 // It serves the part of core/v1 that gputopo depends on: Nodes and Pods (list with pagination and
-// selectors, watch, get), PATCH of a pod or a node (JSON merge patch), pods/binding, and Event
-// creation. It follows the real server's wire behaviour (JSON shapes, Status bodies, status
-// codes, watch-cache resume and 410 semantics, bookmarks, optimistic-concurrency preconditions),
-// not any client's expectations. Where it simplifies, fake_api_server.cc says so at the top of the
-// file.
+// a fieldSelector, watch, get of a pod), PATCH of a pod or a node (JSON merge patch),
+// pods/binding, and Event creation. It follows the real server's wire behaviour (JSON shapes,
+// Status bodies, status codes, watch-cache resume and 410 semantics, bookmarks,
+// optimistic-concurrency preconditions), not any client's expectations. What gputopo never sends
+// (labelSelector, most field selectors, resourceVersionMatch, ...) is not implemented and is
+// answered 400 "fake API server: ... is not implemented", never ignored. The list of what is
+// faithful, simplified and not implemented is at the top of fake_api_server/fake_api_server.cc.
 //
 // Tests drive the cluster state directly (CreatePod, UpdatePod, ...) and inject faults: failed,
 // delayed or held requests, compacted history, broken watch streams.

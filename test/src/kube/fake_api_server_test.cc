@@ -304,33 +304,104 @@ TEST(FakeApiServer, ListWithAFutureResourceVersionWaitsForItThenTimesOut504) {
   EXPECT_EQ(Parse(reached)["items"].size(), 1u);
 }
 
-TEST_F(FakeApiServerTest, FiltersByLabelAndFieldSelectors) {
+TEST_F(FakeApiServerTest, FiltersByFieldSelector) {
   ASSERT_TRUE(server_.CreatePod(MakePod("ns", "bound", "node-1")));
-  json other = MakePod("ns", "web");
-  other["metadata"]["labels"] = {{"app", "web"}, {"tier", "front"}};
-  ASSERT_TRUE(server_.CreatePod(other));
+  ASSERT_TRUE(server_.CreatePod(MakePod("other", "web")));
+  ASSERT_TRUE(server_.CreateNode(MakeNode("node-1")));
+  ASSERT_TRUE(server_.CreateNode(MakeNode("node-2")));
 
-  auto names = [&](const std::string& query) {
+  auto names = [&](const std::string& path_and_query) {
     std::vector<std::string> out;
-    json list = Parse(Client().Get("/api/v1/pods?" + query));
+    json list = Parse(Client().Get(path_and_query));
     for (const json& item : list["items"]) out.push_back(item["metadata"]["name"]);
     return out;
   };
   using Names = std::vector<std::string>;
-  EXPECT_EQ(names("fieldSelector=spec.nodeName%3Dnode-1"), Names{"bound"});
-  EXPECT_EQ(names("fieldSelector=spec.nodeName%3D"), Names{"web"});
-  EXPECT_EQ(names("fieldSelector=spec.nodeName!%3D"), Names{"bound"});
-  EXPECT_EQ(names("labelSelector=app%3Dweb"), Names{"web"});
-  EXPECT_EQ(names("labelSelector=app%20in%20(train,batch)"), Names{"bound"});
-  EXPECT_EQ(names("labelSelector=tier"), Names{"web"});
-  EXPECT_EQ(names("labelSelector=!tier"), Names{"bound"});
-  EXPECT_EQ(names("labelSelector=app!%3Dtrain,tier%3Dfront"), Names{"web"});
+  EXPECT_EQ(names("/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1"), Names{"bound"});
+  EXPECT_EQ(names("/api/v1/pods?fieldSelector=spec.nodeName%3D"), Names{"web"});
+  EXPECT_EQ(names("/api/v1/pods?fieldSelector=spec.nodeName!%3D"), Names{"bound"});
+  EXPECT_EQ(names("/api/v1/pods?fieldSelector=spec.nodeName%3D%3Dnode-1"), Names{"bound"});
+  EXPECT_EQ(names("/api/v1/pods?fieldSelector=metadata.namespace%3Dother"), Names{"web"});
+  EXPECT_EQ(names("/api/v1/pods?fieldSelector=metadata.name%3Dweb,spec.nodeName%3D"), Names{"web"});
+  EXPECT_EQ(names("/api/v1/nodes?fieldSelector=metadata.name%3Dnode-2"), Names{"node-2"});
 
+  // Fields the real server rejects too get its answer.
   httplib::Result bad = Client().Get("/api/v1/pods?fieldSelector=spec.bogus%3Dx");
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->status, 400);
   EXPECT_EQ(Parse(bad)["message"], "field label not supported: spec.bogus");
-  EXPECT_EQ(Client().Get("/api/v1/pods?labelSelector=a%20in%20b")->status, 400);
+  httplib::Result node_field = Client().Get("/api/v1/nodes?fieldSelector=spec.nodeName%3Dx");
+  ASSERT_TRUE(node_field);
+  EXPECT_EQ(node_field->status, 400);
+  EXPECT_EQ(Parse(node_field)["message"], "field label not supported: spec.nodeName");
+  EXPECT_EQ(Client().Get("/api/v1/pods?fieldSelector=spec.nodeName")->status, 400);
+}
+
+// What gputopo never sends is not implemented, and says so with a 400 rather than being ignored.
+TEST_F(FakeApiServerTest, WhatGputopoNeverSendsIsAnswered400NotImplemented) {
+  for (int i = 0; i < 2; ++i)
+    ASSERT_TRUE(server_.CreatePod(MakePod("ns", "p" + std::to_string(i))));
+  ASSERT_TRUE(server_.CreateNode(MakeNode("n1")));
+  auto expect_not_implemented = [&](const httplib::Result& result, const std::string& what) {
+    ASSERT_TRUE(result) << what;
+    EXPECT_EQ(result->status, 400) << what;
+    json status = Parse(result);
+    EXPECT_EQ(status["kind"], "Status") << what;
+    EXPECT_EQ(status["reason"], "BadRequest") << what;
+    EXPECT_EQ(status["code"], 400) << what;
+    const std::string message = status.value("message", "");
+    EXPECT_EQ(message.rfind("fake API server: " + what + " is not implemented (", 0), 0u)
+        << message;
+  };
+
+  httplib::Result labels = Client().Get("/api/v1/pods?labelSelector=app%3Dtrain");
+  ASSERT_TRUE(labels);
+  EXPECT_EQ(Parse(labels)["message"],
+            "fake API server: labelSelector is not implemented (gputopo never sends one)");
+  expect_not_implemented(labels, "labelSelector");
+  expect_not_implemented(Client().Get("/api/v1/pods?watch=true&labelSelector=app"),
+                         "labelSelector");
+  expect_not_implemented(Client().Get("/api/v1/nodes?labelSelector=gpu%3Dh100"), "labelSelector");
+  expect_not_implemented(
+      Client().Get("/api/v1/pods?resourceVersion=1&resourceVersionMatch=NotOlderThan"),
+      "resourceVersionMatch");
+  expect_not_implemented(Client().Get("/api/v1/pods?watch=true&resourceVersionMatch=Exact"),
+                         "resourceVersionMatch");
+  expect_not_implemented(
+      Client().Get("/api/v1/pods?watch=true&sendInitialEvents=true&allowWatchBookmarks=true"),
+      "sendInitialEvents");
+  expect_not_implemented(Client().Get("/api/v1/pods?sendInitialEvents=false"), "sendInitialEvents");
+  for (const char* field :
+       {"spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName", "spec.hostNetwork",
+        "status.phase", "status.podIP", "status.nominatedNodeName"}) {
+    expect_not_implemented(
+        Client().Get(std::string("/api/v1/pods?fieldSelector=") + field + "%3Dx"),
+        std::string("fieldSelector on ") + field);
+  }
+  expect_not_implemented(
+      Client().Get("/api/v1/pods?watch=true&fieldSelector=status.phase%3DRunning"),
+      "fieldSelector on status.phase");
+  expect_not_implemented(Client().Get("/api/v1/nodes?fieldSelector=spec.unschedulable%3Dtrue"),
+                         "fieldSelector on spec.unschedulable");
+
+  // The 410 for a compacted continue token carries an inconsistent continuation; gputopo starts
+  // a new list instead.
+  const std::string token = Parse(Client().Get("/api/v1/pods?limit=1"))["metadata"]["continue"];
+  server_.CompactHistory();
+  json expired = Parse(Client().Get("/api/v1/pods?limit=1&continue=" + token));
+  ASSERT_EQ(expired["code"], 410);
+  const std::string inconsistent = expired["metadata"]["continue"];
+  expect_not_implemented(Client().Get("/api/v1/pods?limit=1&continue=" + inconsistent),
+                         "continuing with the token of a 410 (an inconsistent list)");
+
+  expect_not_implemented(Client().Get("/api/v1/nodes/n1"), "GET of one node");
+  expect_not_implemented(PostJson("/api/v1/namespaces/ns/bindings", BindingFor("ns", "p0", "n1")),
+                         "namespaces/{namespace}/bindings");
+  EXPECT_FALSE(server_.GetPodObject("ns", "p0")->at("spec").contains("nodeName"));
+  for (const char* probe : {"/healthz", "/readyz", "/livez"}) {
+    expect_not_implemented(Client().Get(probe), probe);
+  }
+  EXPECT_EQ(Client().Get("/version")->status, 200);
 }
 
 TEST_F(FakeApiServerTest, GetsOnePodOrAnswersNotFound) {
@@ -347,7 +418,6 @@ TEST_F(FakeApiServerTest, GetsOnePodOrAnswersNotFound) {
   EXPECT_EQ(Parse(missing), json::parse(R"({"kind":"Status","apiVersion":"v1","metadata":{},
       "status":"Failure","message":"pods \"x\" not found","reason":"NotFound",
       "details":{"name":"x","kind":"pods"},"code":404})"));
-  EXPECT_EQ(Client().Get("/api/v1/nodes/none")->status, 404);
 }
 
 TEST_F(FakeApiServerTest, UnknownPathsAre404AndUnservedMethods405) {
@@ -743,9 +813,6 @@ TEST_F(FakeApiServerTest, BindingErrors) {
   EXPECT_EQ(
       Client().Post("/api/v1/namespaces/ns/pods/p/binding", "{oops", "application/json")->status,
       400);
-
-  // The older collection form names the pod in the body.
-  EXPECT_EQ(PostJson("/api/v1/namespaces/ns/bindings", BindingFor("ns", "p", "n"))->status, 201);
 }
 
 // --- Events ---
