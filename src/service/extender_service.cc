@@ -10,6 +10,10 @@ namespace {
 constexpr std::string_view kUnknownNodeReason =
     "gputopo: node unknown to gputopo (not a GPU node, or not seen yet)";
 
+CycleSummary SummaryOf(const CycleRecord& record) {
+  return {record.pod_key, record.passed, record.failed, record.unresolvable};
+}
+
 }  // namespace
 
 std::shared_ptr<CycleRecord> ExtenderService::RunCycle(
@@ -97,14 +101,6 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCurrentCycle(Verb verb,
   context_.recent_pods.Remember(args.pod);
   return RunCycle(verb, args, context_.state.Snapshot(), context_.decisions.NextSequence());
 }
-
-namespace {
-
-CycleSummary SummaryOf(const CycleRecord& record) {
-  return {record.pod_key, record.passed, record.failed, record.unresolvable};
-}
-
-}  // namespace
 
 FilterReply ExtenderService::Filter(const extender::ExtenderArgs& args) {
   std::shared_ptr<CycleRecord> record = RunCurrentCycle(Verb::kFilter, args);

@@ -1,48 +1,30 @@
 // The admin listener in live mode: /metrics and /debug apart from the verbs, behind TokenReview
 // and SubjectAccessReview against the fake API server; the verbs and probes stay where they were.
-#include <curl/curl.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 
-#include "src/app/app.h"
-#include "src/app/system_clock.h"
 #include "src/http/access_control.h"
-#include "test/src/kube/kube_fixtures.h"
-#include "test/support/fake_api_server.h"
+#include "test/src/kube/live_app.h"
 #include "test/support/fake_clock.h"
 
 namespace gputopo {
 namespace {
 
-using testing::FakeApiServer;
-using testing::WaitFor;
-
-class AdminAccessTest : public ::testing::Test {
+class AdminAccessTest : public testing::LiveAppTest {
  protected:
   void SetUp() override {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    ASSERT_TRUE(server_.Start());
+    LiveAppTest::SetUp();
+    if (HasFatalFailure()) return;
     server_.AddTokenUser("prometheus-token", "system:serviceaccount:monitoring:prometheus",
                          {"system:serviceaccounts"});
     server_.AddTokenUser("intruder-token", "system:serviceaccount:default:default");
     server_.AllowNonResource("system:serviceaccount:monitoring:prometheus", "get", "/metrics");
     server_.AllowNonResource("system:serviceaccount:monitoring:prometheus", "get", "/debug/*");
-    app::AppOptions options;
-    options.server.http.port = 0;
+    app::AppOptions options = LiveOptions(std::chrono::seconds(120));
     options.server.admin_host = "127.0.0.1";
     options.server.admin_port = 0;
-    options.kube = kube::KubeConfig{};
-    options.kube->server = server_.base_url();
-    options.client.request_timeout = std::chrono::seconds(120);
-    auto created = app::App::Create(options, clock_);
-    ASSERT_TRUE(created.ok()) << created.status().ToString();
-    app_ = std::move(created).value();
-    ASSERT_TRUE(app_->Start().ok());
-    ASSERT_TRUE(WaitFor([&] { return app_->Ready(); }));
-  }
-  void TearDown() override {
-    if (app_) app_->Stop();
-    server_.Stop();
+    app_ = StartApp(options);
+    ASSERT_TRUE(app_);
   }
   int Get(int port, const std::string& path, const std::string& token = "") {
     httplib::Client client("127.0.0.1", port);
@@ -52,10 +34,6 @@ class AdminAccessTest : public ::testing::Test {
     auto res = client.Get(path.c_str(), headers);
     return res ? res->status : -1;
   }
-
-  FakeApiServer server_;
-  app::SystemClock clock_;
-  std::unique_ptr<app::App> app_;
 };
 
 TEST_F(AdminAccessTest, MetricsAndDebugNeedATokenThatRbacAllows) {

@@ -1,6 +1,5 @@
 // gputopo in live mode against the fake API server, over HTTP as kube-scheduler drives it: bind
 // at every failure point, restart recovery, concurrent binds, and a soak whose books must balance.
-#include <curl/curl.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -10,16 +9,12 @@
 #include <set>
 #include <thread>
 
-#include "src/app/app.h"
-#include "src/app/system_clock.h"
-#include "test/src/kube/kube_fixtures.h"
-#include "test/support/fake_api_server.h"
+#include "test/src/kube/live_app.h"
 
 namespace gputopo {
 namespace {
 
 using nlohmann::json;
-using testing::FakeApiServer;
 using testing::GpuNode;
 using testing::GpuPod;
 using testing::WaitFor;
@@ -47,34 +42,16 @@ std::vector<std::string> AssignedOf(const json& pod) {
   return out;
 }
 
-class LiveTest : public ::testing::Test {
+class LiveTest : public testing::LiveAppTest {
  protected:
-  void SetUp() override {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    ASSERT_TRUE(server_.Start());
-  }
-  void TearDown() override {
-    if (app_) app_->Stop();
-    server_.Stop();
-  }
-
+  using LiveAppTest::StartApp;
   std::unique_ptr<app::App> StartApp(std::chrono::milliseconds request_timeout = kAnswerDeadline) {
-    app::AppOptions options;
-    options.server.http.port = 0;
+    app::AppOptions options = LiveOptions(request_timeout);
     options.server.http.verb_threads = 8;
-    options.kube = kube::KubeConfig{};
-    options.kube->server = server_.base_url();
-    options.client.request_timeout = request_timeout;
     options.watcher.watch_timeout_seconds = 5;
     options.watcher.backoff_initial = std::chrono::milliseconds(20);
     options.watcher.backoff_max = std::chrono::milliseconds(200);
-    auto created = app::App::Create(options, clock_);
-    EXPECT_TRUE(created.ok()) << created.status().ToString();
-    if (!created.ok()) return nullptr;
-    auto app = std::move(created).value();
-    EXPECT_TRUE(app->Start().ok());
-    EXPECT_TRUE(WaitFor([&] { return app->Ready(); }));
-    return app;
+    return StartApp(options);
   }
 
   // kube-scheduler's round for one pod: filter over `nodes`, bind to the first that passed.
@@ -122,10 +99,6 @@ class LiveTest : public ::testing::Test {
     }
     return out;
   }
-
-  FakeApiServer server_;
-  app::SystemClock clock_;
-  std::unique_ptr<app::App> app_;
 };
 
 TEST_F(LiveTest, BindAnnotatesBindsAndRecordsAnEvent) {

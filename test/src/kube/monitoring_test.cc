@@ -1,7 +1,6 @@
 // manifests/monitoring against a live gputopo: every metric the Grafana dashboard and the
 // PrometheusRule query is in gputopo's /metrics, with every label they match on or group by.
 // A renamed metric or label fails here before a dashboard goes blank in production.
-#include <curl/curl.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <yaml-cpp/yaml.h>
@@ -15,10 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "src/app/app.h"
-#include "src/app/system_clock.h"
-#include "test/src/kube/kube_fixtures.h"
-#include "test/support/fake_api_server.h"
+#include "test/src/kube/live_app.h"
 #include "test/support/fixtures.h"
 
 namespace gputopo {
@@ -64,35 +60,13 @@ std::map<std::string, std::set<std::string>> Exposed(const std::string& text) {
   return out;
 }
 
-class MonitoringTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    ASSERT_TRUE(server_.Start());
-  }
-  void TearDown() override {
-    if (app_) app_->Stop();
-    server_.Stop();
-  }
-
-  testing::FakeApiServer server_;
-  app::SystemClock clock_;
-  std::unique_ptr<app::App> app_;
-};
+using MonitoringTest = testing::LiveAppTest;
 
 TEST_F(MonitoringTest, EveryMetricAndLabelTheDashboardAndAlertsQueryIsExposed) {
   ASSERT_TRUE(server_.CreateNode(testing::GpuNode("h100")));
   ASSERT_TRUE(server_.CreatePod(testing::GpuPod("ml", "train", 2)));
-  app::AppOptions options;
-  options.server.http.port = 0;
-  options.kube = kube::KubeConfig{};
-  options.kube->server = server_.base_url();
-  options.client.request_timeout = std::chrono::seconds(120);
-  auto created = app::App::Create(options, clock_);
-  ASSERT_TRUE(created.ok()) << created.status().ToString();
-  app_ = std::move(created).value();
-  ASSERT_TRUE(app_->Start().ok());
-  ASSERT_TRUE(testing::WaitFor([&] { return app_->Ready(); }));
+  app_ = StartApp(LiveOptions(std::chrono::seconds(120)));
+  ASSERT_TRUE(app_);
 
   // Traffic that creates the labelled series: a filter with a failing node, a bind.
   httplib::Client client("127.0.0.1", app_->port());
