@@ -250,6 +250,7 @@ void ClusterState::RebuildNodeLocked(const std::string& name) {
       placement.pod_uid = uid;
       placement.pod_key = entry.info.Key();
       placement.slots = static_cast<int>(entry.info.gpu_request);
+      placement.priority = entry.info.priority;
       placement.reserved = entry.reserved;
       placement.assigned = entry.assigned;
       placement.observed = entry.observed;

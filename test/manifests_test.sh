@@ -666,7 +666,8 @@ def check_ksc(ksc, where, scheduler_name, minors):
     m = re.fullmatch(r"http://127\.0\.0\.1:(\d+)/?", e.get("urlPrefix", ""))
     if not m:
         fail(f"{where}: urlPrefix must be http://127.0.0.1:PORT (the sidecar), got {e.get('urlPrefix')!r}")
-    for key, want in (("filterVerb", "filter"), ("prioritizeVerb", "prioritize"), ("bindVerb", "bind")):
+    for key, want in (("filterVerb", "filter"), ("prioritizeVerb", "prioritize"), ("bindVerb", "bind"),
+                      ("preemptVerb", "preempt")):
         if e.get(key) != want:
             fail(f"{where}: {key} must be {want!r}, got {e.get(key)!r}")
     w = e.get("weight")

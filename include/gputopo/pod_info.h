@@ -57,6 +57,9 @@ struct PodInfo {
   // as kube-scheduler computes it. Requests default to limits for extended resources. A sum
   // that does not fit saturates at kGpuRequestOverflow; it never wraps.
   int64_t gpu_request = 0;
+  // spec.priority: what the Priority admission plugin resolved from priorityClassName (0 when
+  // unset). Preemption evicts only pods of lower priority than the preemptor.
+  int32_t priority = 0;
   std::string pod_template_hash;       // label pod-template-hash, if any
   std::vector<OwnerReference> owners;  // metadata.ownerReferences
   AnnotationList annotations;          // only keys with the "gputopo.io/" prefix

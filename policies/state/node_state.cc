@@ -84,7 +84,8 @@ NodeState NodeState::Build(std::string name, Result<topology::ResolvedTopology> 
     if (node.topology_error_.empty()) node.topology_error_ = "topology unavailable";
     // Pods still count against the node: it has slots kubelet hands out.
     for (const PodPlacement& pod : pods) {
-      node.unplaced_.push_back({pod.pod_uid, pod.pod_key, pod.slots, "node topology unknown"});
+      node.unplaced_.push_back(
+          {pod.pod_uid, pod.pod_key, pod.slots, "node topology unknown", pod.priority});
       node.unplaced_slots_ += pod.slots;
     }
     node.used_slots_ = node.unplaced_slots_;
@@ -98,8 +99,8 @@ NodeState NodeState::Build(std::string name, Result<topology::ResolvedTopology> 
         pod.assigned.empty() ? Result<std::vector<int>>(NotFound("no gputopo.io/assigned-gpus"))
                              : node.ParseAssigned(pod.assigned);
     if (!indices.ok()) {
-      node.unplaced_.push_back({pod.pod_uid, pod.pod_key, pod.slots, indices.status().message()});
-      node.unplaced_slots_ += pod.slots;
+      node.unplaced_.push_back(
+          {pod.pod_uid, pod.pod_key, pod.slots, indices.status().message(), pod.priority});
       continue;
     }
     const int milli = pod.exclusive ? kWholeGpuMilli
@@ -109,13 +110,11 @@ NodeState NodeState::Build(std::string name, Result<topology::ResolvedTopology> 
     // One slot per assigned entry; a pod that names the same GPU twice holds two of its slots.
     for (int index : *indices) {
       GpuOccupancy& gpu = node.gpus_[static_cast<size_t>(index)];
-      gpu.slots_used += 1;
-      gpu.milli_used += milli;
-      gpu.exclusive |= pod.exclusive;
       Occupant occupant;
       occupant.pod_uid = pod.pod_uid;
       occupant.pod_key = pod.pod_key;
       occupant.group = pod.group;
+      occupant.priority = pod.priority;
       occupant.milli = milli;
       occupant.exclusive = pod.exclusive;
       occupant.reserved = pod.reserved;
@@ -128,44 +127,84 @@ NodeState NodeState::Build(std::string name, Result<topology::ResolvedTopology> 
     const int extra = pod.slots - static_cast<int>(indices->size());
     if (extra > 0) {
       node.unplaced_.push_back({pod.pod_uid, pod.pod_key, extra,
-                                "requests more replicas than gputopo.io/assigned-gpus lists"});
-      node.unplaced_slots_ += extra;
+                                "requests more replicas than gputopo.io/assigned-gpus lists",
+                                pod.priority});
     }
   }
-  node.used_slots_ = node.unplaced_slots_;
-  for (size_t i = 0; i < node.gpus_.size(); ++i) {
-    for (const Occupant& o : node.gpus_[i].occupants) {
-      auto it = std::find_if(node.groups_.begin(), node.groups_.end(),
+  node.Finish();
+  return node;
+}
+
+void NodeState::Finish() {
+  unplaced_slots_ = 0;
+  for (const UnplacedPod& pod : unplaced_) unplaced_slots_ += pod.slots;
+  used_slots_ = unplaced_slots_;
+  empty_gpus_ = 0;
+  unhealthy_gpus_ = 0;
+  groups_.clear();
+  group_filter_ = GroupFilter();
+  signature_.clear();
+  for (GpuOccupancy& gpu : gpus_) {
+    gpu.slots_used = static_cast<int>(gpu.occupants.size());  // one slot per occupant entry
+    gpu.milli_used = 0;
+    gpu.exclusive = false;
+    for (const Occupant& o : gpu.occupants) {
+      gpu.milli_used += o.milli;
+      gpu.exclusive |= o.exclusive;
+    }
+  }
+  for (size_t i = 0; i < gpus_.size(); ++i) {
+    for (const Occupant& o : gpus_[i].occupants) {
+      auto it = std::find_if(groups_.begin(), groups_.end(),
                              [&](const GroupGpuMask& g) { return g.group == o.group; });
-      if (it == node.groups_.end()) {
-        node.groups_.push_back({std::hash<std::string_view>{}(o.group), o.group, 0});
-        it = node.groups_.end() - 1;
+      if (it == groups_.end()) {
+        groups_.push_back({std::hash<std::string_view>{}(o.group), o.group, 0});
+        it = groups_.end() - 1;
       }
       it->gpus |= topology::Bit(static_cast<int>(i));
     }
   }
-  for (const GroupGpuMask& g : node.groups_) node.group_filter_.Add(g.hash);
-  std::string& sig = node.signature_;
-  sig.reserve(32 + node.gpus_.size() * 8);
-  const auto shape_address = reinterpret_cast<std::uintptr_t>(node.topology_.shape.get());
+  for (const GroupGpuMask& g : groups_) group_filter_.Add(g.hash);
+  std::string& sig = signature_;
+  sig.reserve(32 + gpus_.size() * 8);
+  const auto shape_address = reinterpret_cast<std::uintptr_t>(topology_.shape.get());
   AppendInt(sig, static_cast<int64_t>(shape_address));
-  AppendInt(sig, node.replicas());
-  AppendInt(sig, node.total_slots());
-  AppendInt(sig, node.unplaced_slots_);
-  if (node.topology_.gpus != nullptr) {
-    for (size_t i = 0; i < node.topology_.gpus->size() && i < node.gpus_.size(); ++i) {
-      if (!(*node.topology_.gpus)[i].healthy)
-        node.unhealthy_gpus_ |= topology::Bit(static_cast<int>(i));
+  AppendInt(sig, replicas());
+  AppendInt(sig, total_slots());
+  AppendInt(sig, unplaced_slots_);
+  if (topology_.gpus != nullptr) {
+    for (size_t i = 0; i < topology_.gpus->size() && i < gpus_.size(); ++i) {
+      if (!(*topology_.gpus)[i].healthy) unhealthy_gpus_ |= topology::Bit(static_cast<int>(i));
     }
   }
-  AppendInt(sig, static_cast<int64_t>(node.unhealthy_gpus_));
-  for (size_t i = 0; i < node.gpus_.size(); ++i) {
-    const GpuOccupancy& gpu = node.gpus_[i];
-    node.used_slots_ += gpu.slots_used;
-    if (gpu.occupants.empty()) node.empty_gpus_ |= topology::Bit(static_cast<int>(i));
+  AppendInt(sig, static_cast<int64_t>(unhealthy_gpus_));
+  for (size_t i = 0; i < gpus_.size(); ++i) {
+    const GpuOccupancy& gpu = gpus_[i];
+    used_slots_ += gpu.slots_used;
+    if (gpu.occupants.empty()) empty_gpus_ |= topology::Bit(static_cast<int>(i));
     const int32_t packed[2] = {gpu.slots_used, gpu.milli_used * 2 + (gpu.exclusive ? 1 : 0)};
     sig.append(reinterpret_cast<const char*>(packed), sizeof(packed));
   }
+}
+
+NodeState NodeState::Without(const std::vector<std::string_view>& pod_uids,
+                             uint64_t version) const {
+  auto listed = [&](const std::string& uid) {
+    return std::find(pod_uids.begin(), pod_uids.end(), uid) != pod_uids.end();
+  };
+  NodeState node = *this;
+  node.version_ = version;
+  for (GpuOccupancy& gpu : node.gpus_) {
+    std::erase_if(gpu.occupants, [&](const Occupant& o) { return listed(o.pod_uid); });
+  }
+  std::erase_if(node.unplaced_, [&](const UnplacedPod& p) { return listed(p.pod_uid); });
+  if (!has_topology()) {
+    node.unplaced_slots_ = 0;
+    for (const UnplacedPod& p : node.unplaced_) node.unplaced_slots_ += p.slots;
+    node.used_slots_ = node.unplaced_slots_;
+    return node;
+  }
+  node.Finish();
   return node;
 }
 

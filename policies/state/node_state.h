@@ -32,7 +32,8 @@ struct Occupant {
   std::string pod_uid;
   std::string pod_key;  // "<namespace>/<name>"
   std::string group;
-  int milli = 0;  // share of this GPU held
+  int32_t priority = 0;  // the pod's spec.priority
+  int milli = 0;         // share of this GPU held
   bool exclusive = false;
   bool reserved = false;  // a bind is in flight; not yet seen bound through the API
   bool observed = false;  // known from the node agent's gputopo.io/observed-gpus
@@ -51,6 +52,7 @@ struct UnplacedPod {
   std::string pod_key;
   int slots = 0;
   std::string reason;  // why its GPUs are unknown
+  int32_t priority = 0;
 };
 
 // A pod's hold on this node, the input NodeState is built from.
@@ -58,6 +60,7 @@ struct PodPlacement {
   std::string pod_uid;
   std::string pod_key;
   std::string group;
+  int32_t priority = 0;   // spec.priority
   int milli_per_gpu = 0;  // 0: the node's default share, 1000/R
   bool exclusive = false;
   bool reserved = false;
@@ -72,6 +75,11 @@ class NodeState {
   // `version` must differ from that of every other NodeState of this node.
   static NodeState Build(std::string name, Result<topology::ResolvedTopology> topology,
                          const std::vector<PodPlacement>& pods, uint64_t version);
+
+  // This node as it would be without the pods whose uids are listed (the others' placements
+  // unchanged): what preemption asks. The result carries `version`, which must be one no cache
+  // has seen (0 for a state that is only evaluated, never published).
+  NodeState Without(const std::vector<std::string_view>& pod_uids, uint64_t version) const;
 
   const std::string& name() const { return name_; }
   uint64_t version() const { return version_; }
@@ -117,6 +125,10 @@ class NodeState {
   Result<std::vector<int>> ParseAssigned(const std::vector<std::string>& entries) const;
 
  private:
+  // Derives the per-GPU totals, the group masks and the signature from gpus_' occupants and
+  // unplaced_.
+  void Finish();
+
   std::string name_;
   uint64_t version_ = 0;
   topology::ResolvedTopology topology_;

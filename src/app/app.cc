@@ -185,12 +185,13 @@ Result<std::unique_ptr<App>> App::Create(const AppOptions& options, const Clock&
   app->events_ =
       std::make_unique<service::EventQueue>(*kube, kEventQueueCapacity, &StartBackgroundThread);
   app->binder_ = std::make_unique<service::Binder>(*app->context_, *kube, app->events_.get());
+  app->preemptor_ = std::make_unique<service::Preemptor>(*app->context_);
   App* self = app.get();
   app->server_ = std::make_unique<http::ExtenderServer>(
-      options.server,
-      http::ServerDependencies{*app->service_, *app->recorder_, *app->binder_, *app->context_,
-                               std::move(list_snapshot), [self] { return self->Ready(); },
-                               &app->metrics_, app->access_.get()});
+      options.server, http::ServerDependencies{
+                          *app->service_, *app->recorder_, *app->binder_, *app->preemptor_,
+                          *app->context_, std::move(list_snapshot),
+                          [self] { return self->Ready(); }, &app->metrics_, app->access_.get()});
   app->RegisterCollectors();
   return app;
 }

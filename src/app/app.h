@@ -27,6 +27,7 @@
 #include "src/service/decision_recorder.h"
 #include "src/service/event_queue.h"
 #include "src/service/extender_service.h"
+#include "src/service/preemptor.h"
 #include "src/service/recent_pods.h"
 #include "src/service/table_refresher.h"
 #include "src/service/thread_pool_executor.h"
@@ -130,6 +131,7 @@ class App {
   std::unique_ptr<service::ExtenderService> service_;
   std::unique_ptr<service::EventQueue> events_;  // before binder_, which queues into it
   std::unique_ptr<service::Binder> binder_;
+  std::unique_ptr<service::Preemptor> preemptor_;
   std::unique_ptr<http::ExtenderServer> server_;
 };
 

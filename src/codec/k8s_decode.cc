@@ -1,6 +1,7 @@
 // Pod and Node decoding with simdjson On-Demand: one pass over each object, fields in document
 // order, values we do not need skipped without being parsed.
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -220,6 +221,16 @@ Result<PodInfo> DecodePodValue(value pod_value) {
         const std::string_view spec_key = spec_field.unescaped_key();
         if (spec_key == "nodeName") {
           pod.node_name = std::string(StringOrEmpty(spec_field.value()));
+        } else if (spec_key == "priority") {
+          value priority = spec_field.value();
+          if (priority.type() == json_type::null) continue;
+          int64_t number = 0;
+          if (priority.get_int64().get(number) != simdjson::SUCCESS ||
+              number < std::numeric_limits<int32_t>::min() ||
+              number > std::numeric_limits<int32_t>::max()) {
+            return InvalidArgument("spec.priority is not a 32-bit integer");
+          }
+          pod.priority = static_cast<int32_t>(number);
         } else if (spec_key == "containers" || spec_key == "initContainers") {
           Result<std::vector<ContainerGpus>> list = DecodeContainers(spec_field.value());
           if (!list.ok())

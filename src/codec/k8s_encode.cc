@@ -77,6 +77,7 @@ json EncodePod(const PodInfo& pod) {
                           {"resources", {{"requests", requests}, {"limits", requests}}}};
   json spec = {{"containers", json::array({container})}};
   if (!pod.node_name.empty()) spec["nodeName"] = pod.node_name;
+  if (pod.priority != 0) spec["priority"] = pod.priority;
   json metadata = {{"name", pod.name}, {"namespace", pod.namespace_name},
                    {"uid", pod.uid},   {"resourceVersion", pod.resource_version},
                    {"labels", labels}, {"annotations", annotations}};

@@ -163,6 +163,45 @@ ordered_json BindJson(const service::BindRecord& record) {
   return j;
 }
 
+ordered_json PreemptJson(const service::PreemptRecord& record) {
+  ordered_json j;
+  j["time"] = codec::FormatRfc3339(record.time, 6);
+  j["tookMicros"] = record.duration.count();
+  j["priority"] = record.priority;
+  j["victimsSentAs"] = record.full_pods ? "pods" : "uids";
+  if (!record.requirements.empty()) j["requirements"] = record.requirements;
+  if (!record.preset.empty()) j["preset"] = record.preset;
+  if (!record.error.empty()) j["error"] = record.error;
+  j["offered"] = record.nodes.size();
+  j["kept"] = record.kept;
+  ordered_json nodes = ordered_json::array();
+  for (const service::PreemptRecord::Node& node : record.nodes) {
+    const policies::VictimChoice& c = node.choice;
+    ordered_json n;
+    n["node"] = node.name;
+    n["proposedVictims"] = node.proposed.size();
+    n["proposedPdbViolations"] = node.proposed_pdb_violations;
+    n["kept"] = c.possible;
+    if (!c.possible) {
+      n["reason"] = c.reason;
+    } else {
+      n["asProposed"] = c.as_proposed;
+      n["victims"] = node.victim_keys.empty() ? c.victims : node.victim_keys;
+      n["victimUids"] = c.victims;
+      n["pdbViolationsAtMost"] = c.pdb_violations;
+      n["highestVictimPriority"] = c.max_priority;
+      if (c.added > 0) n["added"] = c.added;
+      if (c.spared > 0) n["spared"] = c.spared;
+      if (!node.placement.empty()) n["placement"] = node.placement;
+    }
+    if (!c.detail.empty()) n["detail"] = c.detail;
+    if (c.evaluations > 0) n["victimSetsTried"] = c.evaluations;
+    nodes.push_back(std::move(n));
+  }
+  j["nodes"] = nodes;
+  return j;
+}
+
 }  // namespace
 
 std::string RenderNodes(const policies::ClusterSnapshot& snapshot) {
@@ -259,6 +298,19 @@ std::string RenderDecisions(const std::vector<service::DecisionRecord>& records)
         j["passed"] = c.passed;
         j["failed"] = c.failed + c.unresolvable;
       }
+    } else if (const auto* preempt =
+                   std::get_if<std::shared_ptr<const service::PreemptRecord>>(&record)) {
+      const service::PreemptRecord& p = **preempt;
+      j["time"] = codec::FormatRfc3339(p.time, 6);
+      j["verb"] = "preempt";
+      j["pod"] = p.pod_key;
+      j["tookMicros"] = p.duration.count();
+      if (!p.error.empty()) {
+        j["error"] = p.error;
+      } else {
+        j["offered"] = p.nodes.size();
+        j["kept"] = p.kept;
+      }
     } else {
       const service::BindRecord& b = *std::get<std::shared_ptr<const service::BindRecord>>(record);
       j["time"] = codec::FormatRfc3339(b.time, 6);
@@ -291,6 +343,10 @@ std::string RenderPod(const std::string& pod_key, const service::PodHistory& his
   if (history.filter) j["filter"] = CycleJson(*history.filter, max_nodes);
   if (history.prioritize) j["prioritize"] = CycleJson(*history.prioritize, max_nodes);
   if (history.bind) j["bind"] = BindJson(*history.bind);
+  if (history.preempt) {
+    if (any == nullptr) j["uid"] = history.preempt->pod_uid;
+    j["preempt"] = PreemptJson(*history.preempt);
+  }
   if (current != nullptr && !current->node_name.empty()) {
     const auto assigned = FindAnnotation(current->annotations, kAnnotationAssignedGpus);
     const auto observed = FindAnnotation(current->annotations, kAnnotationObservedGpus);

@@ -110,6 +110,7 @@ struct ExtenderServer::Impl {
   void HandleFilter(const HttpRequest& req, HttpResponse& res);
   void HandlePrioritize(const HttpRequest& req, HttpResponse& res);
   void HandleBind(const HttpRequest& req, HttpResponse& res);
+  void HandlePreempt(const HttpRequest& req, HttpResponse& res);
   void HandleDebug(std::string_view path, HttpResponse& res);
 
   ServerOptions options;
@@ -220,6 +221,42 @@ void ExtenderServer::Impl::HandleBind(const HttpRequest& req, HttpResponse& res)
   spdlog::info("bind pod={} node={} ok took={}us", pod, node, took);
 }
 
+void ExtenderServer::Impl::HandlePreempt(const HttpRequest& req, HttpResponse& res) {
+  const Clock& clock = deps.context.clock;
+  const auto start = clock.MonotonicNow();
+  Result<extender::PreemptionArgs> args = extender::ParsePreemptionArgs(req.body);
+  if (!args.ok()) {
+    spdlog::warn("preempt rejected: bad request from {}: {} ({} bytes)", req.remote_addr,
+                 Excerpt(args.status().message()), req.body.size());
+    // ExtenderPreemptionResult has no error field: a non-200 status is how the scheduler learns.
+    SetText(res, 400,
+            Excerpt("gputopo: bad request: " + args.status().message(), kMaxMessageBytes) + "\n");
+    Record(Verb::kPreempt, RequestResult::kBadRequest, start);
+    return;
+  }
+  service::PreemptReply reply = deps.preemptor.Preempt(*args);
+  const service::PreemptRecord& r = *reply.record;
+  SetJson(res, extender::WritePreemptionResult(reply.kept));
+  const long long took = MicrosSince(clock, start);
+  SetServerTiming(res, took);
+  if (!r.error.empty()) {
+    Record(Verb::kPreempt, RequestResult::kError, start);
+    spdlog::warn("preempt pod={} keeps no node: {} took={}us", Excerpt(r.pod_key), Excerpt(r.error),
+                 took);
+    return;
+  }
+  Record(Verb::kPreempt, RequestResult::kOk, start);
+  size_t victims = 0;
+  size_t changed = 0;
+  for (const service::PreemptRecord::Node& node : r.nodes) {
+    if (!node.choice.possible) continue;
+    victims += node.choice.victims.size();
+    changed += node.choice.as_proposed ? 0 : 1;
+  }
+  spdlog::info("preempt pod={} offered={} kept={} changed={} victims={} took={}us",
+               Excerpt(r.pod_key), r.nodes.size(), r.kept, changed, victims, took);
+}
+
 Route ExtenderServer::Impl::Guarded(
     std::function<void(const HttpRequest&, HttpResponse&)> handler) {
   if (deps.access == nullptr) return {Lane::kAdmin, std::move(handler)};
@@ -253,6 +290,9 @@ Route ExtenderServer::Impl::Routes(std::string_view method, std::string_view pat
     }
     if (IsVerb(path, "bind")) {
       return {Lane::kBind, [this](const auto& req, auto& res) { HandleBind(req, res); }};
+    }
+    if (IsVerb(path, "preempt")) {
+      return {Lane::kBind, [this](const auto& req, auto& res) { HandlePreempt(req, res); }};
     }
     return {};
   }
@@ -312,6 +352,8 @@ void ExtenderServer::Impl::HandleDebug(std::string_view path, HttpResponse& res)
       std::optional<PodInfo> current;
       if (cycle != nullptr) current = deps.context.state.FindPod(cycle->pod_uid);
       if (!current && history->bind) current = deps.context.state.FindPod(history->bind->pod_uid);
+      if (!current && history->preempt)
+        current = deps.context.state.FindPod(history->preempt->pod_uid);
       return SetJson(
           res, RenderPod(key, *history, options.debug_max_nodes, current ? &*current : nullptr));
     }

@@ -1,7 +1,8 @@
 // ExtenderServer: gputopo's HTTP face, on HttpServer (event-driven; see http_server.h for the
 // lanes, deadlines and byte limits).
 //
-//   POST <prefix>/filter, <prefix>/prioritize, <prefix>/bind   kube-scheduler extender verbs
+//   POST <prefix>/filter, <prefix>/prioritize, <prefix>/bind,
+//        <prefix>/preempt                                       kube-scheduler extender verbs
 //   GET  /healthz, /readyz                                      probes
 //   GET  /debug, /debug/decisions, /debug/pods/<ns>/<name>,
 //        /debug/nodes, /debug/nodes/<name>, /debug/snapshot     what gputopo sees and decided
@@ -10,8 +11,10 @@
 // Bad requests get the protocol's error: the Error field for filter and bind (kube-scheduler
 // shows it on the pod), HTTP 400 for prioritize (which has no error field), 413 for a body over
 // the limit, 415 for a compressed body, 503 with Retry-After when the bodies in flight would
-// exceed their budget. One log line per request. Lanes: probes on the I/O thread, filter and
-// prioritize on I/O threads of their own, bind on its own pool, /debug and /metrics on the admin
+// exceed their budget; preempt has no error field either, so an undecodable body gets 400 (the
+// scheduler then fails that preemption attempt), and a pod gputopo cannot read keeps no node.
+// One log line per request. Lanes: probes on the I/O thread, filter and prioritize on I/O
+// threads of their own, bind and preempt on the bind pool, /debug and /metrics on the admin
 // pool.
 //
 // Thread safety: Start/Stop from one thread; RequestStop from any; requests are served
@@ -30,6 +33,7 @@
 #include "src/service/binder.h"
 #include "src/service/decision_recorder.h"
 #include "src/service/extender_service.h"
+#include "src/service/preemptor.h"
 
 namespace gputopo::http {
 
@@ -56,6 +60,7 @@ struct ServerDependencies {
   // The service's CycleObserver: /debug and /metrics flush it before reading the DecisionLog.
   service::DecisionRecorder& recorder;
   const service::Binder& binder;
+  const service::Preemptor& preemptor;
   const service::SchedulingContext& context;
   // The cluster as a kubectl-style List, for /debug/snapshot.
   std::function<std::string()> list_snapshot;

@@ -5,7 +5,7 @@
 namespace gputopo::http {
 namespace {
 
-constexpr std::array<const char*, 3> kVerbs = {"filter", "prioritize", "bind"};
+constexpr std::array<const char*, 4> kVerbs = {"filter", "prioritize", "bind", "preempt"};
 constexpr std::array<const char*, 3> kResults = {"ok", "bad_request", "error"};
 
 }  // namespace

@@ -24,7 +24,7 @@
 
 namespace gputopo::http {
 
-enum class Verb { kFilter = 0, kPrioritize = 1, kBind = 2 };
+enum class Verb { kFilter = 0, kPrioritize = 1, kBind = 2, kPreempt = 3 };
 enum class RequestResult { kOk = 0, kBadRequest = 1, kError = 2 };
 
 class RequestMetrics {
@@ -35,8 +35,8 @@ class RequestMetrics {
   void Bind(StatusCode code);
 
  private:
-  std::array<std::array<observability::Counter*, 3>, 3> requests_{};  // [verb][result]
-  std::array<observability::Histogram*, 3> durations_{};              // [verb]
+  std::array<std::array<observability::Counter*, 3>, 4> requests_{};  // [verb][result]
+  std::array<observability::Histogram*, 4> durations_{};              // [verb]
   observability::CounterFamily& binds_;
 };
 

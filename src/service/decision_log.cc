@@ -21,7 +21,7 @@ size_t BytesOf(const DecisionRecord& record) {
 
 size_t BytesOf(const PodHistory& h) {
   return (h.filter ? ApproxBytes(*h.filter) : 0) + (h.prioritize ? ApproxBytes(*h.prioritize) : 0) +
-         (h.bind ? ApproxBytes(*h.bind) : 0);
+         (h.bind ? ApproxBytes(*h.bind) : 0) + (h.preempt ? ApproxBytes(*h.preempt) : 0);
 }
 
 }  // namespace
@@ -45,6 +45,19 @@ size_t ApproxBytes(const BindRecord& r) {
   for (const std::string& gpu : r.gpus) n += BytesOf(gpu);
   for (const policies::ComponentResult& c : r.components) {
     n += sizeof(c) + c.name.capacity() + c.detail.capacity();
+  }
+  return n;
+}
+
+size_t ApproxBytes(const PreemptRecord& r) {
+  size_t n = sizeof(PreemptRecord) + r.pod_key.capacity() + r.pod_uid.capacity() +
+             r.requirements.capacity() + r.preset.capacity() + r.error.capacity();
+  for (const PreemptRecord::Node& node : r.nodes) {
+    n += sizeof(node) + node.name.capacity() + node.placement.capacity() +
+         node.choice.reason.capacity() + node.choice.detail.capacity();
+    for (const std::string& uid : node.proposed) n += BytesOf(uid);
+    for (const std::string& uid : node.choice.victims) n += BytesOf(uid);
+    for (const std::string& key : node.victim_keys) n += BytesOf(key);
   }
   return n;
 }
@@ -100,6 +113,12 @@ void DecisionLog::Add(std::shared_ptr<const CycleRecord> record) {
 void DecisionLog::Add(std::shared_ptr<const BindRecord> record) {
   MutexLock lock(mutex_);
   AddLocked(PodLocked(record->pod_key).bind, record);
+  TrimPodsLocked();
+}
+
+void DecisionLog::Add(std::shared_ptr<const PreemptRecord> record) {
+  MutexLock lock(mutex_);
+  AddLocked(PodLocked(record->pod_key).preempt, record);
   TrimPodsLocked();
 }
 

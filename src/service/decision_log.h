@@ -28,15 +28,17 @@
 #include "gputopo/enum_names.h"
 #include "gputopo/mutex.h"
 #include "policies/engine/evaluation.h"
+#include "policies/preemption/victim_selection.h"
 #include "policies/state/cluster_snapshot.h"
 
 namespace gputopo::service {
 
-enum class Verb : uint8_t { kFilter, kPrioritize, kBind };
-inline constexpr EnumNames<Verb, 3> kVerbNames = {{
+enum class Verb : uint8_t { kFilter, kPrioritize, kBind, kPreempt };
+inline constexpr EnumNames<Verb, 4> kVerbNames = {{
     {Verb::kFilter, "filter"},
     {Verb::kPrioritize, "prioritize"},
     {Verb::kBind, "bind"},
+    {Verb::kPreempt, "preempt"},
 }};
 std::string_view VerbName(Verb verb);
 
@@ -114,17 +116,44 @@ struct BindRecord {
   bool event_dropped = false;  // the GPUsAssigned Event did not fit in the EventQueue
 };
 
+// One preempt call: each node the scheduler offered, and what gputopo made of it.
+struct PreemptRecord {
+  uint64_t sequence = 0;
+  std::chrono::system_clock::time_point time;
+  std::chrono::microseconds duration{0};
+  std::string pod_key;
+  std::string pod_uid;
+  int32_t priority = 0;
+  std::string requirements;
+  std::string preset;
+  std::string error;       // set when the whole request failed (no node is kept)
+  bool full_pods = false;  // the scheduler sent NodeNameToVictims (nodeCacheCapable: false)
+  struct Node {
+    std::string name;
+    std::vector<std::string> proposed;  // the scheduler's victims (UIDs)
+    int64_t proposed_pdb_violations = 0;
+    policies::VictimChoice choice;         // reason set when the node was dropped
+    std::vector<std::string> victim_keys;  // "<namespace>/<name>" of choice.victims, where known
+    std::string placement;                 // where the preemptor would go, for people
+  };
+  std::vector<Node> nodes;  // in request order
+  size_t kept = 0;
+};
+
 using DecisionRecord =
-    std::variant<std::shared_ptr<const CycleRecord>, std::shared_ptr<const BindRecord>>;
+    std::variant<std::shared_ptr<const CycleRecord>, std::shared_ptr<const BindRecord>,
+                 std::shared_ptr<const PreemptRecord>>;
 
 // The memory a record holds of its own, in bytes (strings, arrays; shared parts as pointers).
 size_t ApproxBytes(const CycleRecord& record);
 size_t ApproxBytes(const BindRecord& record);
+size_t ApproxBytes(const PreemptRecord& record);
 
 struct PodHistory {
   std::shared_ptr<const CycleRecord> filter;
   std::shared_ptr<const CycleRecord> prioritize;
   std::shared_ptr<const BindRecord> bind;
+  std::shared_ptr<const PreemptRecord> preempt;
 };
 
 class DecisionLog {
@@ -138,6 +167,7 @@ class DecisionLog {
 
   void Add(std::shared_ptr<const CycleRecord> record);
   void Add(std::shared_ptr<const BindRecord> record);
+  void Add(std::shared_ptr<const PreemptRecord> record);
 
   // Newest first.
   std::vector<DecisionRecord> Recent(size_t limit) const;

@@ -99,6 +99,10 @@ class PodBuilder {
     pod_.phase = phase;
     return *this;
   }
+  PodBuilder& Priority(int32_t priority) {
+    pod_.priority = priority;
+    return *this;
+  }
   PodBuilder& ResourceVersion(std::string rv) {
     pod_.resource_version = std::move(rv);
     return *this;
