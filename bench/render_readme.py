@@ -135,6 +135,13 @@ def agent(out):
     return read(out, "agent.md")
 
 
+def preemption(out):
+    """preemption_bench's table (results/preemption.md), or a line saying it is not there."""
+    if not os.path.exists(os.path.join(out, "preemption.md")):
+        return "Not measured yet (`bench/run` writes `results/preemption.md`)."
+    return read(out, "preemption.md")
+
+
 def readme(out):
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
@@ -147,7 +154,7 @@ def readme(out):
         date=datetime.date.today().isoformat(), commit=commit or "?", cpu=cpu,
         cores=os.cpu_count(), alibaba=read(out, "alibaba.md"), topology=read(out, "topology.md"),
         latency=read(out, "latency.md"), micro=read(out, "micro.txt"), targets=targets(out),
-        scheduler_load=scheduler_load(out), agent=agent(out)))
+        scheduler_load=scheduler_load(out), agent=agent(out), preemption=preemption(out)))
 
 
 TEMPLATE = """# Benchmarks
@@ -163,6 +170,7 @@ Last run: {date}, commit {commit}, {cpu} ({cores} cores).
 |---|---|---|
 | `placement_alibaba` | GPU allocation and fragmentation on Alibaba's GPU-sharing trace, FGD methodology | `build/release/bench/placement_alibaba --seeds 10` |
 | `placement_topology` | replica spread, NVLink/NUMA locality, stranded pods on DGX-1 / HGX H100 / PCIe clusters | `build/release/bench/placement_topology` |
+| `preemption_bench` | kube-scheduler's default preemption against gputopo's preempt verb on full DGX-1 / HGX H100 clusters: jobs admitted, pods evicted, wasted preemptions, NVLink locality, victim-selection time | `build/release/bench/preemption_bench --seeds 5` |
 | `latency_extender` | filter/prioritize/bind latency over loopback HTTP (p50/p99), resident memory | `build/release/bench/latency_extender --nodes 100,1000,5000` |
 | `scheduler_load` | pods/s of a kube-scheduler-shaped loop with gputopo and without an extender, bind and filter latency under load | `build/release/bench/scheduler_load --nodes 300,5000 --pods 2000` |
 | `micro_extender` | the request path without HTTP (Google Benchmark) | `build/release/bench/micro_extender` |
@@ -208,6 +216,36 @@ Columns: same-group replica pairs sharing one physical GPU (lower is better); mu
 whose GPUs sit inside one NVLink island, and inside one NUMA node; mean pairwise link weight
 inside multi-GPU pods (relative GB/s: `NV<n>` = 25n, `PIX` 20, `NODE` 10, `SYS` 6); NVLink share of
 those pairs; pods left pending while enough free slots existed somewhere in the cluster.
+
+## Preemption: default preemption against gputopo's preempt verb
+
+Clusters of 32 DGX-1 V100 (`dgx1-v100`, hybrid cube-mesh) or 32 HGX H100 (`hgx-h100`, NVSwitch)
+nodes, time-sliced R = 1 or 4 replicas per GPU, on gputopo's own `ClusterState` from the shipped
+profiles. Each node is filled with priority-100 pods (70% one replica, 30% two GPUs, seeded),
+each bound where gputopo's evaluation (default preset) scores best, until none fits anywhere.
+Then 200 jobs of priority 1000000 (2, 4 or 8 GPUs, uniform) arrive one by one; a job that fits
+as it comes goes to the best-scoring node; otherwise:
+
+- *default*: kube-scheduler's DefaultPreemption, which counts `nvidia.com/gpu` replicas. Per node,
+  every lower-priority pod removed, the job must fit by free slots; pods are reprieved by priority
+  descending, the oldest first among equals (`MoreImportantPod`), while the free slots still
+  suffice; the rest are the victims. The node is picked as `pickOneNodeForPreemption` does
+  (fewest PDB violations, lowest highest victim priority, smallest sum of victim priorities,
+  fewest victims, then name). The victims are evicted and the job placed by gputopo's
+  filter/bind there; when it does not pass (its N replicas need N distinct GPUs, the evicted
+  replicas were on fewer), the preemption is *wasted*: pods evicted, job still pending (the
+  bench does not retry it).
+- *gputopo*: the same dry run's victims are the proposal; `ChooseVictims` (the `preemptVerb`) is
+  called for every candidate node, the nodes it drops are dropped, and the node is picked by the
+  same rule from the victims and PDB count it returned.
+- *no preemption*: jobs only fit as they come (none does: the cluster is full).
+
+Admitted jobs stay. Mean of 5 seeds, the same filled cluster and job sequence per seed for every
+mode. On a DGX-1 the whole machine is one NVLink island, so *all pairs NVLink* is the column that
+tells locality there. *ChooseVictims per node call* is one call's time over all calls; *calls per
+preemption attempt* counts the candidate nodes offered.
+
+{preemption}
 
 ## Latency and memory
 

@@ -27,10 +27,10 @@ struct Option {
   NodeEvaluation after;
 };
 
-// The lexicographic cost of an option: PDB violations the scheduler's count implies, leaving the
-// NVLink island that evicting more would give, victims the scheduler did not propose (each may
-// be one it spared for a PDB), the highest victim priority, the count, then the placement's
-// score (higher wins).
+// The lexicographic cost of an option: PDB violations the scheduler's count implies, links lost
+// against what evicting more would give (all pairs NVLink, else one NVLink island), victims the
+// scheduler did not propose (each may be one it spared for a PDB), the highest victim priority, the
+// count, then the placement's score (higher wins).
 using Cost = std::tuple<int64_t, int, int64_t, int64_t, size_t, double>;
 
 class Search {
@@ -59,19 +59,33 @@ class Search {
                          [](const Tracked* t) { return !t->proposed; });
   }
 
-  // `island`: whether an NVLink island is to be had at all (with every candidate evicted).
-  Cost CostOf(const Option& option, bool island) const {
+  // How well linked a set of GPUs is: 2 when every pair has NVLink, 1 when they share an NVLink
+  // island, else 0 (one GPU: 2).
+  int LinkClass(GpuMask gpus) const {
+    const topology::TopologyShape& shape = node_.shape();
+    if (!shape.InOneIsland(gpus)) return 0;
+    for (int a : topology::ToIndices(gpus)) {
+      for (int b : topology::ToIndices(gpus)) {
+        if (a < b && !shape.link(a, b).IsNvLink()) return 1;
+      }
+    }
+    return 2;
+  }
+
+  // `best_class`: the LinkClass the preemptor gets with every candidate evicted.
+  Cost CostOf(const Option& option, int best_class) const {
     int64_t top = INT64_MIN;
     for (const Tracked* t : option.victims) top = std::max<int64_t>(top, t->priority);
-    const bool in_island = node_.shape().InOneIsland(option.after.gpus);
-    return {KnownPdb(option.victims), island && !in_island ? 1 : 0, Unproposed(option.victims), top,
-            option.victims.size(),    -option.after.weighted_score};
+    const int lost = std::max(0, best_class - LinkClass(option.after.gpus));
+    return {KnownPdb(option.victims),   lost,
+            Unproposed(option.victims), top,
+            option.victims.size(),      -option.after.weighted_score};
   }
 
   // Starting from every candidate in `order` evicted, spares them one by one while the
-  // preemptor still fits (and, when `keep_island`, stays in one NVLink island): a set no single
+  // preemptor still fits (and its GPUs keep at least `min_class`): a set no single
   // victim of which can be spared.
-  Option Spare(const std::vector<const Tracked*>& order, bool keep_island) {
+  Option Spare(const std::vector<const Tracked*>& order, int min_class) {
     Option option{order, Evaluate(order)};
     for (const Tracked* t : order) {
       std::vector<const Tracked*> without;
@@ -80,7 +94,7 @@ class Search {
         if (v != t) without.push_back(v);
       }
       NodeEvaluation e = Evaluate(without);
-      if (e.fits() && (!keep_island || node_.shape().InOneIsland(e.gpus))) {
+      if (e.fits() && LinkClass(e.gpus) >= min_class) {
         option = {std::move(without), std::move(e)};
       }
     }
@@ -191,7 +205,7 @@ VictimChoice ChooseVictims(const PodRequirements& pod, int32_t priority, const N
   // the rest they keep first: pods on crowded GPUs (evicting the few pods of sparse GPUs), pods
   // on sparse GPUs, or pods away from the GPUs the preemptor takes with every candidate gone
   // (clearing its best placement).
-  const bool island = node.shape().InOneIsland(with_all.gpus);
+  const int best_class = search.LinkClass(with_all.gpus);
   std::vector<Option> tried;
   std::vector<const Tracked*> as_proposed;
   for (const Tracked* t : candidates) {
@@ -225,14 +239,15 @@ VictimChoice ChooseVictims(const PodRequirements& pod, int32_t priority, const N
         return keep == Keep::kSparse ? a->crowding < b->crowding : a->crowding > b->crowding;
       return a->uid < b->uid;
     });
-    tried.push_back(search.Spare(order, false));
-    if (island) tried.push_back(search.Spare(order, true));
+    tried.push_back(search.Spare(order, 0));
+    for (int min_class = 1; min_class <= best_class; ++min_class)
+      tried.push_back(search.Spare(order, min_class));
   }
   const Option* best = nullptr;
   for (const Option& option : tried) {
     // An empty set means the pod fits with nothing evicted, which was answered above.
     if (option.victims.empty() || !option.after.fits()) continue;
-    if (best == nullptr || search.CostOf(option, island) < search.CostOf(*best, island))
+    if (best == nullptr || search.CostOf(option, best_class) < search.CostOf(*best, best_class))
       best = &option;
   }
   std::vector<const Tracked*> victims = best != nullptr ? best->victims : candidates;

@@ -14,9 +14,10 @@
 // PodDisruptionBudgets are not watched by gputopo: what it knows of them is the scheduler's
 // NumPDBViolations for its own proposal, which bounds the violations among proposed pods. A pod
 // the scheduler did not propose may be one it spared for its PDB: gputopo adds such pods only
-// where the proposal fails its filter or would leave a multi-GPU pod outside the NVLink island
-// that evicting could free, as few as it can, and counts each as a possible violation. The
-// count returned (NumPDBViolations in the reply) is therefore an upper bound.
+// where the proposal fails its filter or would leave a multi-GPU pod on worse links than
+// evicting could free (GPUs all pairwise NVLinked, else one NVLink island), as few as it can, and
+// counts each as a possible violation. The count returned (NumPDBViolations in the reply) is
+// therefore an upper bound.
 //
 // Thread safety: pure functions.
 #ifndef GPUTOPO_POLICIES_PREEMPTION_VICTIM_SELECTION_H_

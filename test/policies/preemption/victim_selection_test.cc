@@ -118,6 +118,27 @@ TEST(VictimSelectionTest, ClearsAnNvLinkIslandRatherThanTwoHalves) {
   EXPECT_EQ(choice.spared, 1);
 }
 
+TEST(VictimSelectionTest, PrefersAnNvLinkQuadOnADgx1OverAnyFourGpus) {
+  TestCluster cluster;
+  cluster.Add(MakeNode().Name("n").Profile("dgx1").Replicas(1).Allocatable(8).Obj());
+  for (int g = 0; g < 8; ++g) cluster.Add(Running("p" + std::to_string(g), "n", std::to_string(g)));
+  const NodeState& node = *cluster.Node("n");
+  // The whole DGX-1 is one NVLink island, but GPUs 1 and 4 have no NVLink between them.
+  ProposedVictims proposed{{"uid-p0", "uid-p1", "uid-p2", "uid-p4"}, 0};
+  ASSERT_FALSE(node.shape().link(1, 4).IsNvLink());
+  VictimChoice choice = ChooseVictims(Requirements(4), kHigh, node, cluster.preset(), proposed);
+  ASSERT_TRUE(choice.possible) << choice.detail;
+  EXPECT_EQ(choice.victims.size(), 4u);
+  for (int a : ToIndices(choice.gpus)) {
+    for (int b : ToIndices(choice.gpus)) {
+      if (a != b) {
+        EXPECT_TRUE(node.shape().link(a, b).IsNvLink()) << a << "-" << b;
+      }
+    }
+  }
+  EXPECT_FALSE(choice.as_proposed);
+}
+
 TEST(VictimSelectionTest, KeepsTheSchedulersProposalWhenItWorks) {
   TestCluster cluster;
   cluster.Add(MakeNode().Name("n").Profile("dgx1").Replicas(1).Allocatable(8).Obj());
