@@ -11,13 +11,15 @@ FROM debian:12 AS build
 WORKDIR /src
 # The dependency list alone first, so that the apt layer is reused while only sources change.
 COPY scripts/install-deps scripts/install-deps
-RUN scripts/install-deps && rm -rf /var/lib/apt/lists/*
+RUN scripts/install-deps --build-only && rm -rf /var/lib/apt/lists/*
 COPY . .
-# Only the gputopo binary: tests and benchmarks are not configured (they need GoogleTest data
-# and ../shared fixtures that are not in the build context).
+# The gputopo binary and the kubectl plugin (kubectl-gputopo: copy it out of the image onto your
+# PATH, e.g. docker cp); tests and benchmarks are not configured (they need GoogleTest data and
+# ../shared fixtures that are not in the build context).
 RUN cmake --preset release -DGPUTOPO_BUILD_TESTS=OFF -DGPUTOPO_BUILD_BENCH=OFF \
- && cmake --build --preset release --target gputopo \
- && install -D -m 0755 build/release/src/gputopo /out/usr/local/bin/gputopo
+ && cmake --build --preset release --target gputopo kubectl-gputopo \
+ && install -D -m 0755 build/release/src/gputopo /out/usr/local/bin/gputopo \
+ && install -D -m 0755 build/release/src/kubectl-gputopo /out/usr/local/bin/kubectl-gputopo
 
 # ---- runtime ----------------------------------------------------------------------------------
 FROM debian:12-slim
@@ -37,11 +39,12 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/ /
 # Fail the build, naming the library, if the binary links something not installed above.
-RUN if ldd /usr/local/bin/gputopo | grep 'not found'; then \
+RUN if ldd /usr/local/bin/gputopo /usr/local/bin/kubectl-gputopo | grep 'not found'; then \
       echo "gputopo links a library the runtime image lacks: add its Debian package above" >&2; \
       exit 1; \
     fi \
- && /usr/local/bin/gputopo --help >/dev/null
+ && /usr/local/bin/gputopo --help >/dev/null \
+ && /usr/local/bin/kubectl-gputopo --help >/dev/null
 # Non-root, numeric (so runAsNonRoot can verify it): the conventional "nonroot" uid.
 RUN groupadd --system --gid 65532 nonroot \
  && useradd --system --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "gputopo/enum_names.h"
+
 namespace gputopo {
 
 // The most physical GPUs one node may have. GPU sets are 64-bit masks.
@@ -62,6 +64,11 @@ enum class TopologySource : uint8_t {
   kProfile,     // node label gputopo.io/topology-profile naming a shipped profile
   kFallback,    // only a GPU count is known; links are unknown
 };
+inline constexpr EnumNames<TopologySource, 3> kTopologySourceNames = {{
+    {TopologySource::kAnnotation, "annotation"},
+    {TopologySource::kProfile, "profile"},
+    {TopologySource::kFallback, "fallback"},
+}};
 
 class MachineTopology {
  public:

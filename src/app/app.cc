@@ -61,6 +61,14 @@ Result<std::vector<NamedText>> Collect(std::span<const EmbeddedFile> embedded,
   return out;
 }
 
+// GET /ui's page, compiled in (src/http/ui/index.html).
+std::string_view UiPage() {
+  for (const EmbeddedFile& f : EmbeddedUi()) {
+    if (f.name == "index.html") return f.contents;
+  }
+  return "gputopo: the /ui page was not built in\n";
+}
+
 }  // namespace
 
 Status LoadProfiles(const std::string& extra_dir, topology::ProfileCatalog& catalog) {
@@ -188,10 +196,11 @@ Result<std::unique_ptr<App>> App::Create(const AppOptions& options, const Clock&
   app->preemptor_ = std::make_unique<service::Preemptor>(*app->context_);
   App* self = app.get();
   app->server_ = std::make_unique<http::ExtenderServer>(
-      options.server, http::ServerDependencies{
-                          *app->service_, *app->recorder_, *app->binder_, *app->preemptor_,
-                          *app->context_, std::move(list_snapshot),
-                          [self] { return self->Ready(); }, &app->metrics_, app->access_.get()});
+      options.server,
+      http::ServerDependencies{*app->service_, *app->recorder_, *app->binder_, *app->preemptor_,
+                               *app->context_, std::move(list_snapshot),
+                               [self] { return self->Ready(); }, UiPage(), &app->metrics_,
+                               app->access_.get()});
   app->RegisterCollectors();
   return app;
 }

@@ -110,6 +110,7 @@ int RunServer(const AppOptions& options, bool demo, bool exit_after_demo) {
       return 1;
     }
     std::cout << "\nWhat gputopo sees and why it decided:\n"
+              << "    open " << base << "/ui in a browser (every node's GPUs, live)\n"
               << "    curl " << base << "/debug/decisions\n"
               << "    curl " << base << "/debug/pods/research/train-4gpu-0-c8w2x\n"
               << "    curl " << base << "/debug/nodes/dgx1-a\n"

@@ -23,18 +23,6 @@ std::string Dump(const ordered_json& j) {
 
 double Round2(double v) { return std::round(v * 100.0) / 100.0; }
 
-std::string_view SourceName(TopologySource source) {
-  switch (source) {
-    case TopologySource::kAnnotation:
-      return "annotation";
-    case TopologySource::kProfile:
-      return "profile";
-    case TopologySource::kFallback:
-      return "fallback";
-  }
-  return "?";
-}
-
 ordered_json NodeSummary(const policies::NodeState& node) {
   ordered_json j;
   j["name"] = node.name();
@@ -44,7 +32,7 @@ ordered_json NodeSummary(const policies::NodeState& node) {
     return j;
   }
   const auto& t = node.topology();
-  j["topologySource"] = SourceName(t.source);
+  j["topologySource"] = NameOf(kTopologySourceNames, t.source);
   j["topologyKnown"] = node.shape().links_known();
   j["gpus"] = node.gpu_count();
   j["replicasPerGpu"] = node.replicas();
@@ -61,6 +49,26 @@ ordered_json NodeSummary(const policies::NodeState& node) {
   }
   j["islandCount"] = shape.island_count();
   j["nvlinkIslands"] = nvlink_islands;
+  const auto& gpus = *t.gpus;
+  if (!gpus.empty() && !gpus.front().model.empty() &&
+      std::all_of(gpus.begin(), gpus.end(),
+                  [&](const GpuInfo& g) { return g.model == gpus.front().model; })) {
+    j["model"] = gpus.front().model;
+  }
+  // Per GPU: slots used and the groups of its pods (the overview's cells).
+  ordered_json used = ordered_json::array();
+  ordered_json groups = ordered_json::array();
+  for (int g = 0; g < node.gpu_count(); ++g) {
+    used.push_back(node.gpu(g).slots_used);
+    std::vector<std::string> names;
+    for (const policies::Occupant& o : node.gpu(g).occupants) {
+      if (std::find(names.begin(), names.end(), o.group) == names.end()) names.push_back(o.group);
+    }
+    groups.push_back(names);
+  }
+  j["gpuSlotsUsed"] = used;
+  j["gpuGroups"] = groups;
+  if (node.unhealthy_gpus() != 0) j["unhealthyGpus"] = topology::ToIndices(node.unhealthy_gpus());
   return j;
 }
 
@@ -204,10 +212,16 @@ ordered_json PreemptJson(const service::PreemptRecord& record) {
 
 }  // namespace
 
-std::string RenderNodes(const policies::ClusterSnapshot& snapshot) {
+std::string RenderNodes(const policies::ClusterSnapshot& snapshot, size_t offset, size_t limit) {
   ordered_json list = ordered_json::array();
-  for (const auto& node : snapshot.nodes()) list.push_back(NodeSummary(*node));
-  return Dump({{"generation", snapshot.generation()}, {"nodes", list}});
+  const auto& nodes = snapshot.nodes();
+  for (size_t i = offset; i < nodes.size() && i - offset < limit; ++i) {
+    list.push_back(NodeSummary(*nodes[i]));
+  }
+  return Dump({{"generation", snapshot.generation()},
+               {"total", nodes.size()},
+               {"offset", offset},
+               {"nodes", list}});
 }
 
 std::string RenderNode(const policies::NodeState& node) {

@@ -5,6 +5,7 @@
 #ifndef GPUTOPO_SRC_HTTP_DEBUG_VIEWS_H_
 #define GPUTOPO_SRC_HTTP_DEBUG_VIEWS_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -14,8 +15,10 @@
 
 namespace gputopo::http {
 
-// /debug/nodes: one summary line per node.
-std::string RenderNodes(const policies::ClusterSnapshot& snapshot);
+// /debug/nodes: one summary per node (with each GPU's slots used and groups, for /ui's cells),
+// in snapshot order, `limit` of them from `offset` (a page; `total` says how many there are).
+std::string RenderNodes(const policies::ClusterSnapshot& snapshot, size_t offset = 0,
+                        size_t limit = SIZE_MAX);
 // /debug/nodes/<name>: GPUs, islands, NUMA nodes, links, occupants, free slots, source.
 std::string RenderNode(const policies::NodeState& node);
 // /debug/decisions: the most recent decisions, newest first.

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <charconv>
 #include <cstdio>
 #include <optional>
 
@@ -51,6 +52,27 @@ void SetServerTiming(HttpResponse& res, long long micros) {
 std::optional<std::string_view> After(std::string_view path, std::string_view prefix) {
   if (path.substr(0, prefix.size()) != prefix) return std::nullopt;
   return path.substr(prefix.size());
+}
+
+// The non-negative integer value of `key` in `target`'s query; nullopt when absent or not one.
+std::optional<size_t> QueryNumber(std::string_view target, std::string_view key) {
+  const size_t question = target.find('?');
+  if (question == std::string_view::npos) return std::nullopt;
+  std::string_view query = target.substr(question + 1);
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    if (pair.size() > key.size() && pair.substr(0, key.size()) == key && pair[key.size()] == '=') {
+      size_t value = 0;
+      const std::string_view digits = pair.substr(key.size() + 1);
+      auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+      if (ec == std::errc() && ptr == digits.data() + digits.size()) return value;
+      return std::nullopt;
+    }
+    if (amp == std::string_view::npos) break;
+    query = query.substr(amp + 1);
+  }
+  return std::nullopt;
 }
 
 // An extender verb: "/<verb>" or "<urlPrefix path>/<verb>".
@@ -111,7 +133,7 @@ struct ExtenderServer::Impl {
   void HandlePrioritize(const HttpRequest& req, HttpResponse& res);
   void HandleBind(const HttpRequest& req, HttpResponse& res);
   void HandlePreempt(const HttpRequest& req, HttpResponse& res);
-  void HandleDebug(std::string_view path, HttpResponse& res);
+  void HandleDebug(const HttpRequest& req, HttpResponse& res);
 
   ServerOptions options;
   ServerDependencies deps;
@@ -316,12 +338,28 @@ Route ExtenderServer::Impl::Routes(std::string_view method, std::string_view pat
     });
   }
   if (path == "/debug" || path.substr(0, 7) == "/debug/") {
-    return Guarded([this](const auto& req, auto& res) { HandleDebug(req.path, res); });
+    return Guarded([this](const auto& req, auto& res) { HandleDebug(req, res); });
+  }
+  if (path == "/ui" || path == "/ui/") {
+    // A static page with no data in it: it reads /debug, where the admin listener's access
+    // control applies (the page sends the token it is given; see src/http/ui/index.html).
+    return {Lane::kAdmin, [this](const auto&, auto& res) {
+              res.body = std::string(deps.ui_page);
+              res.content_type = "text/html; charset=utf-8";
+              // Nothing is fetched from elsewhere: same origin only, inline script and style.
+              res.headers.emplace_back("Content-Security-Policy",
+                                       "default-src 'none'; connect-src 'self'; "
+                                       "script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                                       "img-src 'self' data:");
+              res.headers.emplace_back("X-Content-Type-Options", "nosniff");
+              res.headers.emplace_back("Cache-Control", "no-cache");
+            }};
   }
   return {};
 }
 
-void ExtenderServer::Impl::HandleDebug(std::string_view path, HttpResponse& res) {
+void ExtenderServer::Impl::HandleDebug(const HttpRequest& req, HttpResponse& res) {
+  const std::string_view path = req.path;
   if (path == "/debug") {
     return SetJson(res, RenderIndex(deps.context.state.Counts(), deps.context.default_preset,
                                     deps.context.presets.Names()));
@@ -330,7 +368,11 @@ void ExtenderServer::Impl::HandleDebug(std::string_view path, HttpResponse& res)
     deps.recorder.Flush();
     return SetJson(res, RenderDecisions(deps.context.decisions.Recent(200)));
   }
-  if (path == "/debug/nodes") return SetJson(res, RenderNodes(*deps.context.state.Snapshot()));
+  if (path == "/debug/nodes") {
+    return SetJson(res, RenderNodes(*deps.context.state.Snapshot(),
+                                    QueryNumber(req.target, "offset").value_or(0),
+                                    QueryNumber(req.target, "limit").value_or(SIZE_MAX)));
+  }
   if (path == "/debug/snapshot") return SetJson(res, deps.list_snapshot());
   if (std::optional<std::string_view> name = After(path, "/debug/nodes/");
       name && !name->empty() && name->find('/') == std::string_view::npos) {

@@ -7,6 +7,7 @@
 //   GET  /debug, /debug/decisions, /debug/pods/<ns>/<name>,
 //        /debug/nodes, /debug/nodes/<name>, /debug/snapshot     what gputopo sees and decided
 //   GET  /metrics                                               Prometheus (request_metrics.h)
+//   GET  /ui                                                    the web view (reads /debug)
 //
 // Bad requests get the protocol's error: the Error field for filter and bind (kube-scheduler
 // shows it on the pod), HTTP 400 for prioritize (which has no error field), 413 for a body over
@@ -66,6 +67,8 @@ struct ServerDependencies {
   std::function<std::string()> list_snapshot;
   // True once the cache has synced.
   std::function<bool()> ready;
+  // The page GET /ui serves (static storage: the embedded src/http/ui/index.html).
+  std::string_view ui_page;
   // Request metrics are recorded here, and GET /metrics renders it; null: no /metrics. Must
   // outlive the server.
   observability::MetricsRegistry* metrics = nullptr;

@@ -400,6 +400,13 @@ Result<bool> KubeClient::ReviewAccess(const http::ReviewedUser& user, std::strin
   return IsTrue(status, "allowed") && !IsTrue(status, "denied");
 }
 
+Result<std::string> KubeClient::Get(std::string_view path) {
+  Result<Response> response = Call("GET", path, "", "");
+  if (!response.ok()) return response.status();
+  if (response->status != 200) return ErrorOf(*response, "GET " + std::string(path));
+  return std::move(response->body);
+}
+
 Result<std::string> KubeClient::ListPage(std::string_view path, int limit,
                                          std::string_view continue_token,
                                          std::string_view field_selector) {

@@ -70,6 +70,10 @@ class KubeClient final : public KubeApi, public http::AccessReviewer {
   Result<bool> ReviewAccess(const http::ReviewedUser& user, std::string_view verb,
                             std::string_view path) override;
 
+  // GET `path` (with its query): the body of a 200, else the error. kubectl-gputopo reads
+  // gputopo's /debug through this too (a KubeConfig naming gputopo's admin listener).
+  Result<std::string> Get(std::string_view path);
+
   // One page of a list (`path` like "/api/v1/pods"): the raw NodeList/PodList body.
   // `continue_token` is the previous page's metadata.continue; empty for the first page.
   // `field_selector` (like "spec.nodeName=n1") restricts the list when not empty.

@@ -98,6 +98,7 @@ Result<KubeConfig> LoadKubeconfig(const std::string& path, const std::string& co
 
     KubeConfig config;
     config.context = current;
+    config.namespace_name = Text(context, "namespace");
     config.server = Text(cluster, "server");
     if (config.server.empty()) return InvalidArgument(path + ": cluster has no server");
     config.ca_file = Resolve(base, Text(cluster, "certificate-authority"));

@@ -30,7 +30,8 @@ struct KubeConfig {
   std::string client_key_pem;
   std::string client_cert_file;
   std::string client_key_file;
-  std::string context;  // the kubeconfig context used, for logs
+  std::string context;         // the kubeconfig context used, for logs
+  std::string namespace_name;  // the context's namespace; empty when it names none
 };
 
 inline constexpr const char* kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
