@@ -57,6 +57,10 @@ TEST_F(AdminAccessTest, MetricsAndDebugNeedATokenThatRbacAllows) {
   EXPECT_EQ(Get(app_->port(), "/readyz"), 200);
   EXPECT_EQ(Get(app_->port(), "/metrics", "prometheus-token"), 404);
   EXPECT_EQ(Get(app_->port(), "/debug/nodes", "prometheus-token"), 404);
+  // /ui is a page without data: served to anyone who reaches the admin listener; the data it
+  // reads (/debug) is not.
+  EXPECT_EQ(Get(admin, "/ui"), 200);
+  EXPECT_EQ(Get(app_->port(), "/ui"), 404);
   httplib::Client admin_client("127.0.0.1", admin);
   auto filter = admin_client.Post("/filter", "{}", "application/json");
   ASSERT_TRUE(filter);
