@@ -14,10 +14,12 @@
 namespace gputopo::bench {
 namespace {
 
-// Picks uniformly among the candidates with the best score (kube-scheduler's selectHost).
+// Picks uniformly among the candidates with the best score (kube-scheduler's selectHost), or,
+// given a rank per candidate, the best-ranked among them.
 class BestOf {
  public:
-  explicit BestOf(std::mt19937_64& rng) : rng_(rng) {}
+  explicit BestOf(std::mt19937_64& rng, const std::vector<int>* rank = nullptr)
+      : rng_(rng), rank_(rank) {}
   void Offer(int node, double score) {
     if (best_ < 0 || score > score_) {
       best_ = node;
@@ -25,17 +27,35 @@ class BestOf {
       ties_ = 1;
     } else if (score == score_) {
       ++ties_;
-      if (std::uniform_int_distribution<int>(1, ties_)(rng_) == 1) best_ = node;
+      if (rank_ != nullptr) {
+        if ((*rank_)[static_cast<size_t>(node)] < (*rank_)[static_cast<size_t>(best_)]) {
+          best_ = node;
+        }
+      } else if (std::uniform_int_distribution<int>(1, ties_)(rng_) == 1) {
+        best_ = node;
+      }
     }
   }
   int best() const { return best_; }
 
  private:
   std::mt19937_64& rng_;
+  const std::vector<int>* rank_;
   int best_ = -1;
   double score_ = 0.0;
   int ties_ = 0;
 };
+
+// The FGD authors' simulator breaks ties between nodes by name (its kube-scheduler fork picks the
+// smallest), and names its nodes with a random prefix: a node order drawn once per run.
+const std::vector<int>& NodeRanks(std::vector<int>& ranks, int nodes, std::mt19937_64& rng) {
+  if (static_cast<int>(ranks.size()) != nodes) {
+    ranks.resize(static_cast<size_t>(nodes));
+    std::iota(ranks.begin(), ranks.end(), 0);
+    std::shuffle(ranks.begin(), ranks.end(), rng);
+  }
+  return ranks;
+}
 
 bool HasGpuRoom(const SimCluster& cluster, int n, const SimPod& pod) {
   if (pod.gpus == 0) return true;
@@ -64,6 +84,22 @@ class RandomPlacer final : public Placer {
   std::mt19937_64 rng_;
 };
 
+// The GPUs with room for the pod, the tightest first (the most milli already used).
+std::vector<int> TightestGpus(const SimCluster& cluster, int n, const SimPod& pod) {
+  std::vector<int> room = cluster.GpusWithRoom(n, pod);
+  std::stable_sort(room.begin(), room.end(), [&](int a, int b) {
+    return cluster.gpu_milli_used(n, a) > cluster.gpu_milli_used(n, b);
+  });
+  room.resize(static_cast<size_t>(pod.gpus));
+  return room;
+}
+
+double GpuMilliFree(const SimCluster& cluster, int n) {
+  double free = 0.0;
+  for (int g = 0; g < cluster.gpu_count(n); ++g) free += 1000 - cluster.gpu_milli_used(n, g);
+  return free;
+}
+
 class BestFitPlacer final : public Placer {
  public:
   explicit BestFitPlacer(uint64_t seed) : rng_(seed) {}
@@ -73,10 +109,8 @@ class BestFitPlacer final : public Placer {
     for (int n = 0; n < cluster.node_count(); ++n) {
       if (!cluster.HostFits(n, pod) || !HasGpuRoom(cluster, n, pod)) continue;
       const SimNode& node = cluster.node(n);
-      double gpu_free = 0.0;
-      for (int g = 0; g < cluster.gpu_count(n); ++g)
-        gpu_free += 1000 - cluster.gpu_milli_used(n, g);
-      gpu_free -= static_cast<double>(pod.gpus) * cluster.ShareOn(n, pod);
+      const double gpu_free =
+          GpuMilliFree(cluster, n) - static_cast<double>(pod.gpus) * cluster.ShareOn(n, pod);
       const double gpu_cap = 1000.0 * std::max(1, cluster.gpu_count(n));
       const double left =
           static_cast<double>(node.cpu_milli - cluster.cpu_used(n) - pod.cpu_milli) /
@@ -87,61 +121,76 @@ class BestFitPlacer final : public Placer {
       best.Offer(n, -left);
     }
     if (best.best() < 0) return {};
-    Placement p;
-    p.node = best.best();
-    std::vector<int> room = cluster.GpusWithRoom(p.node, pod);
-    // Tightest GPUs first: the most milli already used.
-    std::stable_sort(room.begin(), room.end(), [&](int a, int b) {
-      return cluster.gpu_milli_used(p.node, a) > cluster.gpu_milli_used(p.node, b);
-    });
-    p.gpus.assign(room.begin(), room.begin() + pod.gpus);
-    return p;
+    return {best.best(), TightestGpus(cluster, best.best(), pod)};
   }
 
  private:
   std::mt19937_64 rng_;
 };
 
+class FgdBestFitPlacer final : public Placer {
+ public:
+  explicit FgdBestFitPlacer(uint64_t seed) : rng_(seed) {}
+  std::string Name() const override { return "BestFit"; }
+  Placement Choose(const SimCluster& cluster, const SimPod& pod) override {
+    constexpr double kMaxCpuMilli = 128000;  // the largest node of the FGD authors' cluster
+    constexpr double kMaxGpuMilli = 8000;
+    BestOf best(rng_, &NodeRanks(ranks_, cluster.node_count(), rng_));
+    for (int n = 0; n < cluster.node_count(); ++n) {
+      if (!cluster.HostFits(n, pod) || !HasGpuRoom(cluster, n, pod)) continue;
+      const double cpu_left =
+          static_cast<double>(cluster.node(n).cpu_milli - cluster.cpu_used(n) - pod.cpu_milli);
+      const double gpu_left =
+          GpuMilliFree(cluster, n) - static_cast<double>(pod.gpus) * cluster.ShareOn(n, pod);
+      const double left = 0.5 * cpu_left / kMaxCpuMilli + 0.5 * gpu_left / kMaxGpuMilli;
+      // An integer score, as a kube-scheduler plugin returns it (its min-max normalisation
+      // keeps the order).
+      best.Offer(n, static_cast<double>(static_cast<int64_t>((1.0 - left) * 100.0)));
+    }
+    if (best.best() < 0) return {};
+    return {best.best(), TightestGpus(cluster, best.best(), pod)};
+  }
+
+ private:
+  std::mt19937_64 rng_;
+  std::vector<int> ranks_;
+};
+
 }  // namespace
 
 class FgdPlacer final : public Placer {
  public:
-  FgdPlacer(WorkloadMix mix, uint64_t seed, bool as_extender)
-      : mix_(std::move(mix)), rng_(seed), as_extender_(as_extender) {
-    for (const auto& c : mix_.classes) weights_ += c.weight;
+  FgdPlacer(WorkloadMix mix, uint64_t seed, FgdOptions options)
+      : mix_(std::move(mix)), rng_(seed), options_(options) {
+    if (options_.as_extender) options_.random_ties = true;
   }
   std::string Name() const override {
-    return as_extender_ ? "FGD as an extender (re-implemented)" : "FGD (re-implemented)";
+    if (options_.as_extender) return "FGD as an extender (re-implemented)";
+    std::string name = "FGD";
+    if (options_.exact) name += ", exact score";
+    if (options_.random_ties) name += ", ties at random";
+    return name + " (re-implemented)";
   }
 
-  // Expected stranded milli of node n if `extra` (gpu -> milli added) and cpu/mem were used.
-  double Fragment(const SimCluster& cluster, int n, const std::vector<int>& add_milli,
-                  const std::vector<int>& add_pods, int64_t add_cpu, int64_t add_mem) const {
+  // The fragmentation decrease of placing `pod` on `gpus` of node n (negative: an increase).
+  double Decrease(const SimCluster& cluster, int n, const SimPod& pod,
+                  const std::vector<int>& gpus) const {
     const SimNode& node = cluster.node(n);
-    const double cpu_free = static_cast<double>(node.cpu_milli - cluster.cpu_used(n) - add_cpu);
-    const double mem_free = static_cast<double>(node.memory_mib - cluster.memory_used(n) - add_mem);
-    double total = 0;
-    for (const auto& c : mix_.classes) {
-      double free_total = 0, unusable = 0;
-      int usable = 0;
-      for (int g = 0; g < cluster.gpu_count(n); ++g) {
-        const auto i = static_cast<size_t>(g);
-        const int free = 1000 - cluster.gpu_milli_used(n, g) - add_milli[i];
-        free_total += free;
-        if (cluster.gpu_pods(n, g) + add_pods[i] < node.replicas && free >= c.milli)
-          ++usable;
-        else
-          unusable += free;
-      }
-      const bool host = cpu_free >= c.cpu_milli && mem_free >= c.memory_mib;
-      total += c.weight * (host && usable >= c.gpus ? unusable : free_total);
+    std::vector<int> milli = cluster.gpu_milli_used(n);
+    std::vector<int> pods = cluster.gpu_pods(n);
+    const int64_t cpu_free = node.cpu_milli - cluster.cpu_used(n);
+    const double before = FgdNodeFragment(mix_, node.model, node.replicas, milli, pods, cpu_free);
+    for (int g : gpus) {
+      milli[static_cast<size_t>(g)] += cluster.ShareOn(n, pod);
+      pods[static_cast<size_t>(g)] += 1;
     }
-    return total / weights_;
+    return before -
+           FgdNodeFragment(mix_, node.model, node.replicas, milli, pods, cpu_free - pod.cpu_milli);
   }
 
   Placement Choose(const SimCluster& cluster, const SimPod& pod) override {
     BestOf best(rng_);
-    if (pod.gpus == 0 && as_extender_) {  // kube-scheduler alone places pods without GPUs
+    if (pod.gpus == 0 && options_.as_extender) {  // kube-scheduler alone places pods without GPUs
       for (int n = 0; n < cluster.node_count(); ++n) {
         if (cluster.HostFits(n, pod)) best.Offer(n, KubeDefaultScore(cluster, n, pod));
       }
@@ -149,47 +198,48 @@ class FgdPlacer final : public Placer {
       p.node = best.best();
       return p;
     }
+    // Behind kube-scheduler, ties at random; in the FGD authors' simulator, by its node order.
+    BestOf fgd(rng_,
+               options_.random_ties ? nullptr : &NodeRanks(ranks_, cluster.node_count(), rng_));
     std::vector<std::vector<int>> choice(static_cast<size_t>(cluster.node_count()));
     for (int n = 0; n < cluster.node_count(); ++n) {
       if (!cluster.HostFits(n, pod) || !HasGpuRoom(cluster, n, pod)) continue;
-      const auto gpus = static_cast<size_t>(cluster.gpu_count(n));
-      std::vector<int> zero(gpus, 0);
-      const double before = Fragment(cluster, n, zero, zero, 0, 0);
-      std::vector<std::vector<int>> candidates;
       std::vector<int> room = cluster.GpusWithRoom(n, pod);
-      if (pod.gpus <= 1) {
-        for (int g : room) candidates.push_back({g});
-        if (pod.gpus == 0) candidates.push_back({});
-      } else {
-        candidates.push_back(std::vector<int>(room.begin(), room.begin() + pod.gpus));
-      }
-      for (const auto& set : candidates) {
-        std::vector<int> milli(gpus, 0), pods(gpus, 0);
-        for (int g : set) {
-          milli[static_cast<size_t>(g)] = cluster.ShareOn(n, pod);
-          pods[static_cast<size_t>(g)] = 1;
+      std::vector<int> chosen;
+      double score = 0.0;
+      if (pod.gpus == 1 && cluster.ShareOn(n, pod) < 1000) {
+        // A shared GPU: each GPU with room scored, the first of the best kept.
+        for (int g : room) {
+          const double s = Score(Decrease(cluster, n, pod, {g}));
+          if (chosen.empty() || s > score) {
+            chosen = {g};
+            score = s;
+          }
         }
-        const double delta =
-            Fragment(cluster, n, milli, pods, pod.cpu_milli, pod.memory_mib) - before;
-        const size_t before_offer = static_cast<size_t>(best.best() < 0 ? 0 : best.best());
-        (void)before_offer;
-        const int id = n * 64 + (set.empty() ? 0 : set.front());
-        best.Offer(id, -delta);
-        if (best.best() == id) choice[static_cast<size_t>(n)] = set;
+      } else {
+        // No GPU (CPU and memory only), or whole GPUs: the first free ones.
+        chosen.assign(room.begin(), room.begin() + pod.gpus);
+        score = Score(Decrease(cluster, n, pod, chosen));
       }
+      fgd.Offer(n, score);
+      if (fgd.best() == n) choice[static_cast<size_t>(n)] = std::move(chosen);
     }
-    if (best.best() < 0) return {};
-    Placement p;
-    p.node = best.best() / 64;
-    p.gpus = choice[static_cast<size_t>(p.node)];
-    return p;
+    if (fgd.best() < 0) return {};
+    return {fgd.best(), choice[static_cast<size_t>(fgd.best())]};
   }
 
  private:
+  // The plugin's score: 100 * sigmoid(decrease / 1000), truncated to an integer.
+  double Score(double decrease) const {
+    if (options_.exact) return decrease;
+    const double sigmoid = 1.0 / (1.0 + std::exp(-decrease / 1000.0));
+    return static_cast<double>(static_cast<int64_t>(sigmoid * 100.0));
+  }
+
   WorkloadMix mix_;
   std::mt19937_64 rng_;
-  bool as_extender_;
-  double weights_ = 0;
+  FgdOptions options_;
+  std::vector<int> ranks_;
 };
 
 class StockKubernetesPlacer final : public Placer {
@@ -354,26 +404,21 @@ double KubeDefaultScore(const SimCluster& cluster, int n, const SimPod& pod) {
   return least_allocated + balanced;
 }
 
-std::unique_ptr<Placer> MakeFgdPlacer(WorkloadMix mix, uint64_t seed, bool as_extender) {
-  return std::make_unique<FgdPlacer>(std::move(mix), seed, as_extender);
+std::unique_ptr<Placer> MakeFgdPlacer(WorkloadMix mix, uint64_t seed, FgdOptions options) {
+  return std::make_unique<FgdPlacer>(std::move(mix), seed, options);
 }
 double FgdDelta(const SimCluster& cluster, int n, const SimPod& pod, const std::vector<int>& gpus,
                 const WorkloadMix& mix) {
-  FgdPlacer fgd(mix, 0, false);
-  const auto count = static_cast<size_t>(cluster.gpu_count(n));
-  std::vector<int> zero(count, 0), milli(count, 0), pods(count, 0);
-  for (int g : gpus) {
-    milli[static_cast<size_t>(g)] = cluster.ShareOn(n, pod);
-    pods[static_cast<size_t>(g)] = 1;
-  }
-  return fgd.Fragment(cluster, n, milli, pods, pod.cpu_milli, pod.memory_mib) -
-         fgd.Fragment(cluster, n, zero, zero, 0, 0);
+  return -FgdPlacer(mix, 0, {}).Decrease(cluster, n, pod, gpus);
 }
 std::unique_ptr<Placer> MakeRandomPlacer(uint64_t seed) {
   return std::make_unique<RandomPlacer>(seed);
 }
 std::unique_ptr<Placer> MakeBestFitPlacer(uint64_t seed) {
   return std::make_unique<BestFitPlacer>(seed);
+}
+std::unique_ptr<Placer> MakeFgdBestFitPlacer(uint64_t seed) {
+  return std::make_unique<FgdBestFitPlacer>(seed);
 }
 std::unique_ptr<Placer> MakeStockKubernetesPlacer(uint64_t seed) {
   return std::make_unique<StockKubernetesPlacer>(seed);

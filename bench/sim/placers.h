@@ -50,23 +50,29 @@ std::unique_ptr<Placer> MakeBestFitPlacer(uint64_t seed);
 // A pod whose share does not fit on the GPU the plugin handed out counts as failed
 // (overcommitted()).
 class StockKubernetesPlacer;
+// The FGD authors' simulator breaks ties between equally scored nodes by node name (its
+// kube-scheduler fork takes the smallest; the nodes' names carry a random prefix): in effect a
+// node order drawn once per run, which the two baselines below keep (a tie goes to the node first
+// in it). Behind a stock kube-scheduler, ties go at random.
+//
+// BestFit as the FGD authors' simulator scores it: the node left with the least free CPU and
+// GPU, 0.5 * CPU left / 128 cores + 0.5 * GPU milli left / 8 GPUs (after placement; memory only
+// filters), as an integer 0..100 score; a shared GPU: the one with the least room that fits.
+std::unique_ptr<Placer> MakeFgdBestFitPlacer(uint64_t seed);
 // FGD (Weng et al., ATC'23) re-implemented on the simulator: the node and GPUs that increase the
-// expected fragmentation of the workload `classes` ((gpus, milli) -> (weight, cpu, memory)) the
-// least; a node's GPUs all count as stranded for a class whose CPU or memory no longer fits.
-// The paper's scheduler places every pod this way. `as_extender` leaves pods without GPUs to
-// kube-scheduler's default scores, as they would be when FGD (or gputopo) is an extender with
-// managedResources nvidia.com/gpu.
-struct WorkloadMix {
-  struct Class {
-    int gpus = 1;
-    int milli = 1000;
-    double weight = 1;
-    double cpu_milli = 0;
-    double memory_mib = 0;
-  };
-  std::vector<Class> classes;
+// expected fragmentation (FgdNodeFragment) of the target workload `mix` the least. As the FGD
+// authors' scheduler plugin scores it, the fragmentation decrease d (milli) becomes the integer
+// score 100 * sigmoid(d / 1000), so decreases about 40 milli apart can tie (a shared GPU: the
+// lowest index among the best). A pod without GPUs is placed by the fragmentation its CPU causes
+// and takes no GPU. The paper's scheduler places every pod this way.
+struct FgdOptions {
+  // Pods without GPUs left to kube-scheduler's default scores, and ties at random, as they would
+  // be when FGD (or gputopo) is an extender with managedResources nvidia.com/gpu.
+  bool as_extender = false;
+  bool exact = false;        // d itself is the score
+  bool random_ties = false;  // ties at random, as a stock kube-scheduler breaks them
 };
-std::unique_ptr<Placer> MakeFgdPlacer(WorkloadMix mix, uint64_t seed, bool as_extender);
+std::unique_ptr<Placer> MakeFgdPlacer(WorkloadMix mix, uint64_t seed, FgdOptions options = {});
 // FGD's fragmentation change (milli) of placing `pod` on `gpus` of node n.
 double FgdDelta(const SimCluster& cluster, int n, const SimPod& pod, const std::vector<int>& gpus,
                 const WorkloadMix& mix);

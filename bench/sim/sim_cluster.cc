@@ -110,33 +110,46 @@ const SimPod* SimCluster::PodOf(int pod_id) const {
   return it == placed_.end() ? nullptr : &it->second.pod;
 }
 
-double SimCluster::FragmentedMilli(
-    const std::vector<std::pair<std::pair<int, int>, double>>& classes) const {
+double FgdNodeFragment(const WorkloadMix& mix, const std::string& model, int replicas,
+                       const std::vector<int>& milli_used, const std::vector<int>& pods,
+                       int64_t cpu_free) {
+  int free_total = 0;
+  for (int used : milli_used) free_total += 1000 - used;
+  if (free_total == 0) return 0.0;
   double total = 0.0;
-  double weights = 0.0;
-  for (const auto& [cls, weight] : classes) weights += weight;
-  if (weights <= 0.0) return 0.0;
-  for (int n = 0; n < node_count(); ++n) {
-    const NodeState& s = state(n);
-    for (const auto& [cls, weight] : classes) {
-      const auto [gpus, milli] = cls;
-      double free_total = 0.0;
-      double unusable = 0.0;
-      int usable = 0;
-      for (int g = 0; g < gpu_count(n); ++g) {
-        const auto i = static_cast<size_t>(g);
-        const int free = 1000 - s.milli[i];
-        free_total += free;
-        if (s.pods[i] < node(n).replicas && free >= milli) {
-          ++usable;
-        } else {
-          unusable += free;
-        }
-      }
-      total += weight * (usable >= std::max(gpus, 1) ? unusable : free_total);
+  for (const WorkloadMix::Class& c : mix.classes) {
+    const bool stranded = c.gpus == 0 || cpu_free < c.cpu_milli ||
+                          (!c.gpu_spec.empty() && std::find(c.gpu_spec.begin(), c.gpu_spec.end(),
+                                                            model) == c.gpu_spec.end());
+    if (stranded) {
+      total += c.weight * free_total;
+      continue;
     }
+    int usable = 0;
+    int unusable = 0;
+    for (size_t g = 0; g < milli_used.size(); ++g) {
+      const int free = 1000 - milli_used[g];
+      if (pods[g] < replicas && free >= c.milli) {
+        ++usable;
+      } else {
+        unusable += free;
+      }
+    }
+    total += c.weight * (usable >= c.gpus ? unusable : free_total);
   }
-  return total / weights;
+  return total;
+}
+
+double SimCluster::NodeFragment(int n, const WorkloadMix& mix) const {
+  const NodeState& s = state(n);
+  return FgdNodeFragment(mix, node(n).model, node(n).replicas, s.milli, s.pods,
+                         node(n).cpu_milli - s.cpu);
+}
+
+double SimCluster::FragmentedMilli(const WorkloadMix& mix) const {
+  double total = 0.0;
+  for (int n = 0; n < node_count(); ++n) total += NodeFragment(n, mix);
+  return total;
 }
 
 }  // namespace gputopo::bench

@@ -46,6 +46,28 @@ struct SimNode {
   NodeInfo info;  // how the node looks to gputopo (labels, annotation)
 };
 
+// FGD's target workload ("typical pods"): pod classes with their share of the trace's pods
+// (weights sum to 1). A class with gpus 0 is a CPU-only pod.
+struct WorkloadMix {
+  struct Class {
+    int gpus = 1;
+    int milli = 1000;  // share of each GPU; 0 for a CPU-only class
+    double weight = 1;
+    int64_t cpu_milli = 0;
+    std::vector<std::string> gpu_spec;  // allowed GPU models; empty: any
+  };
+  std::vector<Class> classes;
+};
+
+// FGD's fragmentation of one node (milli): for each class, weighted, the node's free GPU milli
+// that a pod of the class could not use. All of it where the class is CPU-only (such a pod uses
+// no GPU), may not use the node's GPU model, lacks CPU on the node, or finds fewer GPUs with room
+// than it needs; otherwise the free milli of the GPUs that could not take its share. A GPU has
+// room when it has a free slot and the share left. `milli_used` and `pods` are per GPU.
+double FgdNodeFragment(const WorkloadMix& mix, const std::string& model, int replicas,
+                       const std::vector<int>& milli_used, const std::vector<int>& pods,
+                       int64_t cpu_free);
+
 struct Placement {
   int node = -1;          // -1: pending
   std::vector<int> gpus;  // one per requested GPU
@@ -69,14 +91,15 @@ class SimCluster {
   bool HostFits(int n, const SimPod& pod) const;
   // Whether the GPUs are valid for the pod: distinct, each with a free slot and the share.
   bool GpusFit(int n, const SimPod& pod, const std::vector<int>& gpus) const;
-  // The pod's share of each GPU on node n.
+  // The pod's share of each GPU on node n; 0 for a pod without GPUs (CPU and memory only).
   int ShareOn(int n, const SimPod& pod) const {
+    if (pod.gpus == 0) return 0;
     return pod.milli > 0 ? pod.milli : 1000 / node(n).replicas;
   }
   // GPUs on node n that could take one more pod of this kind.
   std::vector<int> GpusWithRoom(int n, const SimPod& pod) const;
 
-  // Precondition: GpusFit.
+  // Precondition: GpusFit (a pod without GPUs is handed none).
   void Apply(const SimPod& pod, const Placement& placement);
   // Frees what `pod_id` holds; returns its placement (node -1 if it held nothing).
   Placement Remove(int pod_id);
@@ -85,9 +108,12 @@ class SimCluster {
 
   int64_t capacity_milli() const { return capacity_milli_; }
   int64_t allocated_milli() const { return allocated_milli_; }
-  // Sum of free milli on GPUs that no pod of `classes` could use (FGD's fragmentation measure),
-  // weighted by class frequency.
-  double FragmentedMilli(const std::vector<std::pair<std::pair<int, int>, double>>& classes) const;
+  // FGD's fragmentation measure of the cluster (milli): FgdNodeFragment summed over the nodes.
+  double FragmentedMilli(const WorkloadMix& mix) const;
+  // FgdNodeFragment of node n as it is.
+  double NodeFragment(int n, const WorkloadMix& mix) const;
+  const std::vector<int>& gpu_milli_used(int n) const { return state(n).milli; }
+  const std::vector<int>& gpu_pods(int n) const { return state(n).pods; }
 
  private:
   struct NodeState {
