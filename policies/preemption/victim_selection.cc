@@ -19,6 +19,7 @@ struct Tracked {
   // How many lower-priority pods share its most crowded GPU (unplaced pods: above any GPU's),
   // for the order in which pods are spared.
   int crowding = 0;
+  GpuMask gpus = 0;  // the GPUs it holds (none when unplaced)
 };
 
 // A victim set and where the preemptor goes once it is evicted.
@@ -82,11 +83,12 @@ class Search {
             option.victims.size(),      -option.after.weighted_score};
   }
 
-  // Starting from every candidate in `order` evicted, spares them one by one while the
-  // preemptor still fits (and its GPUs keep at least `min_class`): a set no single
-  // victim of which can be spared.
-  Option Spare(const std::vector<const Tracked*>& order, int min_class) {
-    Option option{order, Evaluate(order)};
+  // Starting from every candidate in `order` evicted (`with_all`: the preemptor's evaluation
+  // then), spares them one by one while the preemptor still fits (and its GPUs keep at least
+  // `min_class`): a set no single victim of which can be spared.
+  Option Spare(const std::vector<const Tracked*>& order, const NodeEvaluation& with_all,
+               int min_class) {
+    Option option{order, with_all};
     for (const Tracked* t : order) {
       std::vector<const Tracked*> without;
       without.reserve(option.victims.size());
@@ -123,7 +125,7 @@ VictimChoice ChooseVictims(const PodRequirements& pod, int32_t priority, const N
   }
   const std::set<std::string_view> proposed_uids(proposed.uids.begin(), proposed.uids.end());
 
-  // Every pod gputopo tracks on the node, once, with its most crowded GPU.
+  // Every pod gputopo tracks on the node, once, with its GPUs and its most crowded GPU.
   std::vector<Tracked> tracked;
   auto find = [&](std::string_view uid) -> Tracked* {
     for (Tracked& t : tracked) {
@@ -131,29 +133,23 @@ VictimChoice ChooseVictims(const PodRequirements& pod, int32_t priority, const N
     }
     return nullptr;
   };
-  std::vector<int> lower_per_gpu(static_cast<size_t>(node.gpu_count()), 0);
+  auto track = [&](std::string_view uid, int32_t pod_priority) -> Tracked& {
+    if (Tracked* t = find(uid)) return *t;
+    return tracked.emplace_back(Tracked{uid, pod_priority, proposed_uids.contains(uid), 0, 0});
+  };
   for (int g = 0; g < node.gpu_count(); ++g) {
-    for (const Occupant& o : node.gpu(g).occupants) {
-      if (o.priority < priority) ++lower_per_gpu[static_cast<size_t>(g)];
-    }
-  }
-  for (int g = 0; g < node.gpu_count(); ++g) {
-    for (const Occupant& o : node.gpu(g).occupants) {
-      Tracked* t = find(o.pod_uid);
-      if (t == nullptr) {
-        tracked.push_back({o.pod_uid, o.priority, proposed_uids.contains(o.pod_uid), 0});
-        t = &tracked.back();
-      }
-      t->crowding = std::max(t->crowding, lower_per_gpu[static_cast<size_t>(g)]);
+    const auto& occupants = node.gpu(g).occupants;
+    const auto lower =
+        static_cast<int>(std::count_if(occupants.begin(), occupants.end(),
+                                       [&](const Occupant& o) { return o.priority < priority; }));
+    for (const Occupant& o : occupants) {
+      Tracked& t = track(o.pod_uid, o.priority);
+      t.crowding = std::max(t.crowding, lower);
+      t.gpus |= topology::Bit(g);
     }
   }
   for (const UnplacedPod& p : node.unplaced()) {
-    Tracked* t = find(p.pod_uid);
-    if (t == nullptr) {
-      tracked.push_back({p.pod_uid, p.priority, proposed_uids.contains(p.pod_uid), 0});
-      t = &tracked.back();
-    }
-    t->crowding = node.total_slots() + 1;
+    track(p.pod_uid, p.priority).crowding = node.total_slots() + 1;
   }
 
   std::vector<const Tracked*> candidates;
@@ -217,14 +213,7 @@ VictimChoice ChooseVictims(const PodRequirements& pod, int32_t priority, const N
     NodeEvaluation e = search.Evaluate(as_proposed);
     if (e.fits()) tried.push_back({as_proposed, std::move(e)});
   }
-  auto on_best = [&](const Tracked* t) {
-    for (int g : topology::ToIndices(with_all.gpus)) {
-      for (const Occupant& o : node.gpu(g).occupants) {
-        if (o.pod_uid == t->uid) return true;
-      }
-    }
-    return false;
-  };
+  auto on_best = [&](const Tracked* t) { return (t->gpus & with_all.gpus) != 0; };
   enum class Keep { kCrowded, kSparse, kAwayFromBest };
   for (Keep keep : {Keep::kCrowded, Keep::kSparse, Keep::kAwayFromBest}) {
     std::vector<const Tracked*> order = candidates;
@@ -239,9 +228,9 @@ VictimChoice ChooseVictims(const PodRequirements& pod, int32_t priority, const N
         return keep == Keep::kSparse ? a->crowding < b->crowding : a->crowding > b->crowding;
       return a->uid < b->uid;
     });
-    tried.push_back(search.Spare(order, 0));
+    tried.push_back(search.Spare(order, with_all, 0));
     for (int min_class = 1; min_class <= best_class; ++min_class)
-      tried.push_back(search.Spare(order, min_class));
+      tried.push_back(search.Spare(order, with_all, min_class));
   }
   const Option* best = nullptr;
   for (const Option& option : tried) {

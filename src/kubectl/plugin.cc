@@ -106,6 +106,13 @@ Result<kube::KubeConfig> ApiConfig(const Flags& flags, const PluginEnvironment& 
   return kube::LoadKubeconfig(path, flags.context);
 }
 
+kube::ClientOptions ClientOptionsFor(const Flags& flags) {
+  kube::ClientOptions options;
+  options.request_timeout = std::chrono::seconds(flags.request_timeout_s);
+  options.component = "kubectl-gputopo";
+  return options;
+}
+
 // A client of gputopo's admin listener at --server, with the kubeconfig's credentials (its
 // TokenReview authenticates them).
 Result<std::unique_ptr<kube::KubeClient>> GputopoClient(const Flags& flags,
@@ -117,10 +124,7 @@ Result<std::unique_ptr<kube::KubeClient>> GputopoClient(const Flags& flags,
   config.token = api.token;
   config.token_file = api.token_file;
   config.insecure_skip_tls_verify = flags.server_insecure;
-  kube::ClientOptions options;
-  options.request_timeout = std::chrono::seconds(flags.request_timeout_s);
-  options.component = "kubectl-gputopo";
-  return std::make_unique<kube::KubeClient>(config, options, clock);
+  return std::make_unique<kube::KubeClient>(config, ClientOptionsFor(flags), clock);
 }
 
 // "<where>: <what>" for each node where gputopo's /debug/nodes differs from `snapshot`.
@@ -398,10 +402,7 @@ int RunPlugin(const std::vector<std::string>& args, PluginEnvironment& env) {
     flags.namespace_name = config->namespace_name.empty() ? "default" : config->namespace_name;
 
   app::SystemClock clock;
-  kube::ClientOptions options;
-  options.request_timeout = std::chrono::seconds(flags.request_timeout_s);
-  options.component = "kubectl-gputopo";
-  kube::KubeClient client(*config, options, clock);
+  kube::KubeClient client(*config, ClientOptionsFor(flags), clock);
   std::unique_ptr<kube::KubeClient> gputopo;
   if (!flags.server.empty()) {
     Result<std::unique_ptr<kube::KubeClient>> made = GputopoClient(flags, *config, clock);
