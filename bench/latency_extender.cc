@@ -113,11 +113,22 @@ json MakePod(const std::string& ns, const std::string& name, int gpus,
   return pod;
 }
 
+// A pod without GPUs (a web server, a data loader): `cpu` cores and 2 GiB, bound to `node` or
+// pending.
+json MakeCpuPod(const std::string& name, const std::string& node, const std::string& cpu) {
+  json pod = MakePod("prod", name, 0, "cpu-" + name.substr(0, name.find('-')), node, "");
+  json& resources = pod["spec"]["containers"][0]["resources"];
+  resources = {{"requests", {{"cpu", cpu}, {"memory", "2Gi"}}}};
+  pod["metadata"].erase("annotations");
+  return pod;
+}
+
 struct Cluster {
   std::string list;                  // the snapshot
   std::vector<std::string> names;    // node names
   std::vector<std::string> objects;  // node objects (JSON)
   std::vector<json> pending;         // pods to schedule
+  std::vector<json> cpu_pending;     // GPU-less pods to schedule (all-pod mode)
 };
 
 // The cluster's bound pods and the pods to schedule, all in one namespace (so that a pending
@@ -128,7 +139,7 @@ struct Cluster {
 //               the pending pods scale up: the pod's group is on every node (gputopo's main case,
 //               a large Deployment spread over the cluster), on diverse GPUs and free masks.
 Cluster MakeCluster(int nodes, int pods_per_node, int pending, const json& templ, uint64_t seed,
-                    const std::string& scenario = "mixed") {
+                    const std::string& scenario = "mixed", int cpu_pods_per_node = 0) {
   const bool deployment = scenario == "deployment";
   std::mt19937_64 rng(seed);
   Cluster c;
@@ -151,6 +162,18 @@ Cluster MakeCluster(int nodes, int pods_per_node, int pending, const json& templ
       items.push_back(MakePod("prod", "p-" + std::to_string(i) + "-" + std::to_string(p), 1, owner,
                               c.names[static_cast<size_t>(i)], std::to_string(gpu)));
     }
+  }
+  for (int i = 0; i < nodes; ++i) {
+    for (int p = 0; p < cpu_pods_per_node; ++p) {
+      items.push_back(MakeCpuPod(
+          "cpu" + std::to_string(p % 50) + "-" + std::to_string(i) + "-" + std::to_string(p),
+          c.names[static_cast<size_t>(i)], "500m"));
+    }
+  }
+  for (int p = 0; cpu_pods_per_node > 0 && p < pending; ++p) {
+    json pod = MakeCpuPod("cpunew-" + std::to_string(p), "", "1");
+    c.cpu_pending.push_back(pod);
+    items.push_back(pod);
   }
   for (int p = 0; p < pending; ++p) {
     const int gpus = deployment ? 1 : p % 10 == 0 ? 4 : p % 5 == 0 ? 2 : 1;
@@ -340,6 +363,11 @@ int Main(int argc, char** argv) {
       ->check(CLI::IsMember({"mixed", "deployment"}));
   bool skip_memory = false;
   cli.add_flag("--skip-memory", skip_memory, "do not measure resident memory");
+  int cpu_pods_per_node = 0;
+  cli.add_option("--cpu-pods-per-node", cpu_pods_per_node,
+                 "bound GPU-less pods per node; > 0 also measures GPU-less pods' cycles, as in "
+                 "all-pod mode")
+      ->capture_default_str();
   std::string rss_cluster;
   cli.add_option("--rss-cluster", rss_cluster, "internal: print the RSS of serving this snapshot");
   std::string gputopo = GPUTOPO_BINARY;
@@ -370,7 +398,7 @@ int Main(int argc, char** argv) {
     largest = std::max(largest, nodes);
     // Enough pending pods for every steady-state cycle of both modes.
     Cluster c = MakeCluster(nodes, pods_per_node, requests * repeat + std::max(20, requests / 10),
-                            templ, 7, scenario);
+                            templ, 7, scenario, cpu_pods_per_node);
     app::SystemClock clock;
     app::AppOptions options;
     options.server.http.port = 0;
@@ -493,6 +521,34 @@ int Main(int argc, char** argv) {
         }
       }
     }
+    if (!c.cpu_pending.empty()) {
+      // All-pod mode: GPU-less pods, one after another, each filtered, prioritized and bound
+      // (to the best node), as NodeNames requests. One unmeasured first.
+      (void)client.Post("/filter", ArgsBody(c.cpu_pending.back(), c, false, rng),
+                        "application/json");
+      c.cpu_pending.pop_back();
+      Stats cycle;
+      size_t body_bytes = 0;
+      for (int i = 0; i < requests && !c.cpu_pending.empty(); ++i) {
+        const json pod = c.cpu_pending.back();
+        c.cpu_pending.pop_back();
+        const std::string body = ArgsBody(pod, c, false, rng);
+        body_bytes = body.size();
+        Stats f = Measure(client, "/filter", 1, [&](int) -> const std::string& { return body; });
+        Stats p =
+            Measure(client, "/prioritize", 1, [&](int) -> const std::string& { return body; });
+        if (f.server_ms.empty() || p.server_ms.empty()) continue;
+        cycle.e2e_ms.push_back(f.e2e_ms[0] + p.e2e_ms[0]);
+        cycle.server_ms.push_back(f.server_ms[0] + p.server_ms[0]);
+        const std::string bind = json({{"PodName", pod["metadata"]["name"]},
+                                       {"PodNamespace", pod["metadata"]["namespace"]},
+                                       {"PodUID", pod["metadata"]["uid"]},
+                                       {"Node", c.names[static_cast<size_t>(i) % c.names.size()]}})
+                                     .dump();
+        (void)client.Post("/bind", bind, "application/json");
+      }
+      row("NodeNames", "GPU-less pod filter+prioritize per cycle, steady", cycle, body_bytes);
+    }
     row("-", "bind (" + std::to_string(binds_stats.e2e_ms.size()) + " pods)", binds_stats, 0);
     (*app)->Stop();
   }
@@ -504,25 +560,26 @@ int Main(int argc, char** argv) {
   long server = -1;
   LiveMemory live;
   {
-    const Cluster c = MakeCluster(largest, pods_per_node, 0, templ, 1);
+    const Cluster c = MakeCluster(largest, pods_per_node, 0, templ, 1, "mixed", cpu_pods_per_node);
     std::ofstream(cluster_file) << c.list;
     server = SpawnRss(argv[0], cluster_file, templ_path);
     live = MeasureLive(gputopo, c, 600);
   }
   std::filesystem::remove(cluster_file);
   char rss[1024];
-  std::snprintf(rss, sizeof(rss),
-                "\nResident memory at %d nodes and %d pods: `gputopo serve` in live mode "
-                "(listing and watching a fake API server holding the cluster) %.1f MiB once "
-                "synced (peak %.1f MiB during the initial lists, synced in %.1f s), and "
-                "%.1f MiB after serving %d filter+prioritize cycles over every node (peak "
-                "%.1f MiB); `gputopo serve --snapshot`, which also keeps every object's JSON for "
-                "/debug/snapshot, %.1f MiB.\n",
-                largest, largest * pods_per_node, static_cast<double>(live.rss_kib) / 1024.0,
-                static_cast<double>(live.peak_kib) / 1024.0, live.sync_seconds,
-                static_cast<double>(live.serving_rss_kib) / 1024.0, live.cycles,
-                static_cast<double>(live.serving_peak_kib) / 1024.0,
-                static_cast<double>(server) / 1024.0);
+  std::snprintf(
+      rss, sizeof(rss),
+      "\nResident memory at %d nodes and %d pods (%d of them without GPUs): `gputopo "
+      "serve` in live mode "
+      "(listing and watching a fake API server holding the cluster) %.1f MiB once "
+      "synced (peak %.1f MiB during the initial lists, synced in %.1f s), and "
+      "%.1f MiB after serving %d filter+prioritize cycles over every node (peak "
+      "%.1f MiB); `gputopo serve --snapshot`, which also keeps every object's JSON for "
+      "/debug/snapshot, %.1f MiB.\n",
+      largest, largest * (pods_per_node + cpu_pods_per_node), largest * cpu_pods_per_node,
+      static_cast<double>(live.rss_kib) / 1024.0, static_cast<double>(live.peak_kib) / 1024.0,
+      live.sync_seconds, static_cast<double>(live.serving_rss_kib) / 1024.0, live.cycles,
+      static_cast<double>(live.serving_peak_kib) / 1024.0, static_cast<double>(server) / 1024.0);
   md << rss;
   std::ofstream(out + "/latency.md") << md.str();
   std::cout << md.str();

@@ -58,6 +58,8 @@ std::vector<SimNode> BuildNodes(const std::vector<TraceNode>& trace, int replica
     node.shape = *interner.Intern(MachineTopology(t.gpus));  // the trace has no topology
     node.info.name = t.name;
     node.info.allocatable_gpus = static_cast<int64_t>(t.gpus) * replicas;
+    node.info.allocatable_cpu_milli = t.cpu_milli;
+    node.info.allocatable_memory_bytes = t.memory_mib * 1024 * 1024;
     node.info.label_gpu_count = std::to_string(t.gpus);
     node.info.label_gpu_replicas = std::to_string(replicas);
     node.info.label_gpu_product = t.model;
@@ -98,27 +100,29 @@ WorkloadMix FgdMix(const std::vector<TracePod>& pods) {
   return mix;
 }
 
-// The shipped preset `base` with the fragmentation workload set to the trace's GPU pod classes.
-std::shared_ptr<const policies::Preset> TracePreset(const std::string& base,
-                                                    const std::vector<TracePod>& pods) {
-  std::map<std::pair<int, int>, double> counts;
-  for (const TracePod& p : pods) {
-    if (p.gpus > 0) counts[{p.gpus, p.gpu_milli}] += 1.0;
-  }
+// The shipped pack preset's components with packing at `pack` of fragmentation's weight, and
+// fragmentation's workload either learned (`learned`) or pinned to the trace's GPU pod classes as
+// FGD's target workload has them (CPU included; an operator could pin them so). CPU-only classes
+// are left out: they would add the same to every GPU placement's fragmentation change.
+std::shared_ptr<const policies::Preset> AllPodsPreset(const WorkloadMix& mix, double pack,
+                                                      bool learned = false) {
   std::vector<policies::WorkloadClass> workload;
-  for (const auto& [cls, count] : counts) workload.push_back({cls.first, cls.second, count});
-  policies::PresetSpec spec;
-  spec.name = "trace-" + base;
-  if (base == "binpack") {
-    spec.components = {
-        {"replica-spread", 3, {}}, {"locality", 3, {}}, {"fragmentation", 5, {{}, workload}}};
-  } else {
-    spec.components = {{"replica-spread", 4, {}},
-                       {"locality", 3, {}},
-                       {"fragmentation", 2, {{}, workload}},
-                       {"slot-balance", 1, {}}};
+  for (const WorkloadMix::Class& c : mix.classes) {
+    if (learned) break;
+    if (c.gpus == 0) continue;
+    policies::WorkloadClass cls{c.gpus, c.milli, c.weight};
+    cls.cpu_milli = c.cpu_milli;
+    workload.push_back(cls);
   }
+  policies::PresetSpec spec;
+  spec.name = "trace-allpods";
+  spec.normalization = "rank";
+  spec.components = {{"replica-spread", 3, {{{"islandPenalty", 0.1}}, {}}},
+                     {"locality", 3, {}},
+                     {"fragmentation", 10, {{}, workload}}};
+  if (pack > 0) spec.components.push_back({"packing", 10 * pack, {}});
   auto preset = policies::BuildPreset(spec, policies::BuiltinComponents());
+  if (!preset.ok()) std::cerr << preset.status().ToString() << "\n";
   return preset.ok() ? *preset : nullptr;
 }
 
@@ -141,19 +145,49 @@ RunResult Run(const std::string& workload, const std::vector<TraceNode>& trace_n
     placer = MakeFgdPlacer(mix, seed, {.exact = true});
   else if (policy == "fgd-random-ties")
     placer = MakeFgdPlacer(mix, seed, {.random_ties = true});
+  else if (policy == "fgd-exact-random-ties")
+    placer = MakeFgdPlacer(mix, seed, {.exact = true, .random_ties = true});
+  else if (policy.rfind("fgd-pack:", 0) == 0)
+    placer = MakeFgdPlacer(
+        mix, seed,
+        {.exact = true, .random_ties = true, .pack_weight = std::stod(policy.substr(9))});
   else if (policy == "fgd-as-extender")
     placer = MakeFgdPlacer(mix, seed, {.as_extender = true});
   else {
-    // gputopo:<preset> behind kube-scheduler; gputopo-alone:<preset> deciding alone.
-    const bool alone = policy.rfind("gputopo-alone:", 0) == 0;
-    const std::string preset = policy.substr(policy.find(':') + 1);
-    if (preset.rfind("trace-", 0) == 0) {
-      // A shipped preset whose fragmentation component models this trace's own pod mix, as an
-      // operator would configure it for their cluster.
-      placer = MakeGputopoPlacer(cluster, preset, TracePreset(preset.substr(6), trace_pods), seed,
-                                 alone);
+    // gputopo:<preset> behind kube-scheduler; gputopo-alone:<preset> deciding alone;
+    // gputopo-all:<preset> in all-pod mode.
+    const GputopoMode mode = policy.rfind("gputopo-alone:", 0) == 0 ? GputopoMode::kAlone
+                             : policy.rfind("gputopo-all:", 0) == 0 ? GputopoMode::kAllPods
+                                                                    : GputopoMode::kBehindScheduler;
+    std::string preset = policy.substr(policy.find(':') + 1);
+    // <preset>@half=<pods>;mem=<0|1>;cover=<share>;classes=<n>: the learner's options.
+    cluster::WorkloadLearnerOptions learner;
+    if (const size_t at = preset.find('@'); at != std::string::npos) {
+      std::stringstream options(preset.substr(at + 1));
+      std::string option;
+      while (std::getline(options, option, ';')) {
+        const std::string key = option.substr(0, option.find('='));
+        const double value = std::stod(option.substr(option.find('=') + 1));
+        if (key == "half") learner.half_life_pods = value;
+        if (key == "mem") learner.memory = value != 0;
+        if (key == "cover") learner.coverage = value;
+        if (key == "classes") learner.max_classes = static_cast<size_t>(value);
+        if (key == "check") learner.min_check_every = static_cast<uint64_t>(value);
+        if (key == "distance") learner.republish_distance = value;
+      }
+      preset = preset.substr(0, at);
+    }
+    if (preset.rfind("trace-allpods", 0) == 0 || preset.rfind("learned-pack", 0) == 0) {
+      // trace-allpods[=<packing share>]; learned-pack=<packing share>: pack's components with
+      // another packing weight
+      const size_t eq = preset.find('=');
+      const double pack = eq == std::string::npos ? 0.03 : std::stod(preset.substr(eq + 1));
+      placer = MakeGputopoPlacer(cluster, preset,
+                                 AllPodsPreset(mix, pack, preset.rfind("learned", 0) == 0), seed,
+                                 mode, learner);
     } else {
-      placer = MakeGputopoPlacer(cluster, preset, presets.Find(preset), seed, alone);
+      placer = MakeGputopoPlacer(cluster, policy.substr(policy.find(':') + 1), presets.Find(preset),
+                                 seed, mode, learner);
     }
   }
   std::vector<size_t> order(trace_pods.size());
@@ -277,8 +311,7 @@ int Main(int argc, char** argv) {
   CLI::App cli{"gputopo placement quality on the Alibaba GPU-sharing trace (FGD methodology)"};
   std::string data = "../shared/data/alibaba-gpu-v2023";
   std::string workloads = "default,multigpu50,gpushare100";
-  std::string policy_list =
-      "random,bestfit,stock,gputopo:default,gputopo:binpack,gputopo:spread,gputopo:topology";
+  std::string policy_list = "random,bestfit,stock,gputopo:default,gputopo:binpack,gputopo-all:pack";
   int seeds = 10;
   int replicas = 20;
   int threads = 2;
@@ -286,9 +319,14 @@ int Main(int argc, char** argv) {
   cli.add_option("--data", data, "folder of the trace")->capture_default_str();
   cli.add_option("--workloads", workloads, "pod lists (openb_pod_list_<name>.csv)")
       ->capture_default_str();
-  cli.add_option("--policies", policy_list,
-                 "random, bestfit, stock, fgd, fgd-exact, fgd-random-ties, fgd-as-extender, "
-                 "gputopo:<preset>, gputopo-alone:<preset> (shipped presets, or trace-<shipped>)")
+  cli.add_option(
+         "--policies", policy_list,
+         "random, bestfit, stock, fgd, fgd-exact, fgd-random-ties, fgd-exact-random-ties, "
+         "fgd-pack:<milli per unit of packing>, fgd-as-extender, "
+         "gputopo:<preset>, gputopo-alone:<preset>, gputopo-all:<preset> (shipped presets, "
+         "learned-pack=<packing share>, or trace-allpods[=<packing share>]: pack with the "
+         "trace's mix pinned), each optionally @half=;mem=;cover=;classes=;check=;distance= "
+         "for the workload learner")
       ->capture_default_str();
   cli.add_option("--seeds", seeds, "arrival orders per workload (seeds 42..)")
       ->capture_default_str();
@@ -314,7 +352,8 @@ int Main(int argc, char** argv) {
     std::string p;
     std::getline(ss, p, ',');
     if (p.rfind("gputopo", 0) == 0 && p.find(":trace-") == std::string::npos &&
-        presets->Find(p.substr(p.find(':') + 1)) == nullptr) {
+        p.find(":learned-") == std::string::npos &&
+        presets->Find(p.substr(p.find(':') + 1, p.find('@') - p.find(':') - 1)) == nullptr) {
       std::cerr << "unknown preset in " << p << "\n";
       return 2;
     }

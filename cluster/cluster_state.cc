@@ -1,6 +1,7 @@
 #include "cluster/cluster_state.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "gputopo/well_known.h"
 #include "policies/requirements/pod_requirements.h"
@@ -16,6 +17,18 @@ using policies::NodeSummary;
 using policies::PodPlacement;
 using policies::PodRequirements;
 using policies::RequirementsOf;
+
+namespace {
+
+// Requests are capped far below INT64_MAX each, but many of them must not wrap either.
+int64_t SaturatingSum(int64_t a, int64_t b) {
+  if (b > 0 && a > std::numeric_limits<int64_t>::max() - b) {
+    return std::numeric_limits<int64_t>::max();
+  }
+  return a + b;
+}
+
+}  // namespace
 
 std::vector<std::string> SplitAssignedGpus(std::string_view value) {
   std::vector<std::string> out;
@@ -42,8 +55,9 @@ bool GpusMismatch(const std::vector<std::string>& assigned,
   return a != b;
 }
 
-ClusterState::ClusterState(const topology::TopologyResolver& resolver, PublishListener on_publish)
-    : resolver_(resolver), on_publish_(std::move(on_publish)) {
+ClusterState::ClusterState(const topology::TopologyResolver& resolver, PublishListener on_publish,
+                           WorkloadLearnerOptions learner)
+    : resolver_(resolver), on_publish_(std::move(on_publish)), learner_(learner) {
   MutexLock lock(mutex_);
   SetIndexLocked(std::make_shared<const NodeIndex>());
   PublishLocked();
@@ -59,6 +73,8 @@ void ClusterState::Reset(const std::vector<NodeInfo>& nodes, const std::vector<P
   nodes_.clear();
   pods_.clear();
   pods_by_node_.clear();
+  host_pods_.clear();
+  host_use_.clear();
   for (const NodeInfo& node : nodes) {
     nodes_.insert_or_assign(node.name, NodeEntry{node, resolver_.Resolve(node)});
   }
@@ -78,6 +94,7 @@ void ClusterState::Reset(const std::vector<NodeInfo>& nodes, const std::vector<P
 }
 
 void ClusterState::RebuildAllLocked() {
+  workload_changed_ = false;  // every node is rebuilt here, with the current mix
   auto index = std::make_shared<NodeIndex>();
   node_states_.clear();
   summaries_.clear();
@@ -111,6 +128,11 @@ void ClusterState::ReplacePods(const std::vector<PodInfo>& pods) {
   for (const auto& [uid, entry] : pods_) {
     if (fresh.count(uid) == 0) gone.push_back(uid);
   }
+  std::vector<std::string> gone_host;
+  for (const auto& [uid, entry] : host_pods_) {
+    if (fresh.count(uid) == 0) gone_host.push_back(uid);
+  }
+  for (const std::string& uid : gone_host) PutHostPodLocked(uid, {});
   for (const std::string& uid : gone) {
     auto it = pods_.find(uid);
     DetachPodLocked(it->second);
@@ -164,6 +186,11 @@ bool ClusterState::UpsertPod(const PodInfo& pod) {
 
 void ClusterState::RemovePod(std::string_view uid) {
   MutexLock lock(mutex_);
+  if (host_pods_.count(std::string(uid)) > 0) {
+    PutHostPodLocked(std::string(uid), {});
+    PublishLocked();
+    return;
+  }
   auto it = pods_.find(std::string(uid));
   if (it == pods_.end()) return;
   DetachPodLocked(it->second);
@@ -178,9 +205,20 @@ bool ClusterState::PutPodLocked(const PodInfo& pod) {
       DetachPodLocked(it->second);
       pods_.erase(it);
     }
+    HostPod host;
+    if (!pod.HoldsNothing() && !pod.node_name.empty() &&
+        (pod.cpu_request_milli > 0 || pod.memory_request_bytes > 0)) {
+      host = {pod.node_name, pod.cpu_request_milli, pod.memory_request_bytes};
+    }
+    PutHostPodLocked(pod.uid, std::move(host));
     return false;
   }
-  if (it == pods_.end()) it = pods_.emplace(pod.uid, PodEntry{}).first;
+  // Requests cannot change on a live pod, but a pod may be listed anew under its uid.
+  if (host_pods_.count(pod.uid) > 0) PutHostPodLocked(pod.uid, {});
+  if (it == pods_.end()) {
+    it = pods_.emplace(pod.uid, PodEntry{}).first;
+    LearnLocked(pod);
+  }
   PodEntry& entry = it->second;
   if (pod.node_name.empty()) {
     // Pending. A reservation stays (its bind is in flight); a pod seen bound never goes back
@@ -237,11 +275,45 @@ void ClusterState::DetachPodLocked(PodEntry& entry) {
   RebuildNodeLocked(node);
 }
 
+void ClusterState::PutHostPodLocked(const std::string& uid, HostPod pod) {
+  auto it = host_pods_.find(uid);
+  if (it != host_pods_.end()) {
+    const HostPod& old = it->second;
+    if (old.node == pod.node && old.cpu_milli == pod.cpu_milli &&
+        old.memory_bytes == pod.memory_bytes) {
+      return;
+    }
+    auto use = host_use_.find(old.node);
+    if (use != host_use_.end()) {
+      use->second.first -= old.cpu_milli;
+      use->second.second -= old.memory_bytes;
+      if (use->second.first <= 0 && use->second.second <= 0) host_use_.erase(use);
+    }
+    const std::string old_node = old.node;
+    host_pods_.erase(it);
+    RebuildNodeLocked(old_node);
+  }
+  if (pod.node.empty()) return;
+  auto& use = host_use_[pod.node];
+  use.first = SaturatingSum(use.first, pod.cpu_milli);
+  use.second = SaturatingSum(use.second, pod.memory_bytes);
+  const std::string node = pod.node;
+  host_pods_.emplace(uid, std::move(pod));
+  RebuildNodeLocked(node);
+}
+
 void ClusterState::RebuildNodeLocked(const std::string& name) {
   auto node_it = nodes_.find(name);
   auto index_it = index_->find(name);
   if (node_it == nodes_.end() || index_it == index_->end()) return;  // node not known (yet)
   std::vector<PodPlacement> placements;
+  policies::HostResources host;
+  host.cpu_allocatable_milli = node_it->second.info.allocatable_cpu_milli;
+  host.memory_allocatable_bytes = node_it->second.info.allocatable_memory_bytes;
+  if (auto use = host_use_.find(name); use != host_use_.end()) {
+    host.cpu_requested_milli = use->second.first;
+    host.memory_requested_bytes = use->second.second;
+  }
   if (auto pods_it = pods_by_node_.find(name); pods_it != pods_by_node_.end()) {
     placements.reserve(pods_it->second.size());
     for (const std::string& uid : pods_it->second) {
@@ -255,6 +327,11 @@ void ClusterState::RebuildNodeLocked(const std::string& name) {
       placement.assigned = entry.assigned;
       placement.observed = entry.observed;
       placement.recorded = entry.recorded;
+      placement.cpu_milli = entry.info.cpu_request_milli;
+      placement.memory_bytes = entry.info.memory_request_bytes;
+      host.cpu_requested_milli = SaturatingSum(host.cpu_requested_milli, placement.cpu_milli);
+      host.memory_requested_bytes =
+          SaturatingSum(host.memory_requested_bytes, placement.memory_bytes);
       Result<PodRequirements> req = RequirementsOf(entry.info);
       if (req.ok()) {
         placement.group = req->group;
@@ -266,8 +343,8 @@ void ClusterState::RebuildNodeLocked(const std::string& name) {
       placements.push_back(std::move(placement));
     }
   }
-  auto state = std::make_shared<const NodeState>(
-      NodeState::Build(name, node_it->second.topology, placements, next_version_++));
+  auto state = std::make_shared<const NodeState>(NodeState::Build(
+      name, node_it->second.topology, placements, next_version_++, host, workload_));
   summaries_[index_it->second] = {state->version(), state->group_filter()};
   node_states_[index_it->second] = std::move(state);
 }
@@ -279,7 +356,21 @@ void ClusterState::SetIndexLocked(std::shared_ptr<const NodeIndex> index) {
   flat_index_ = std::make_shared<const FlatNameIndex>(names);
 }
 
+void ClusterState::LearnLocked(const PodInfo& pod) {
+  Result<PodRequirements> req = RequirementsOf(pod);
+  if (!req.ok() || req->gpus <= 0) return;
+  const int milli = req->exclusive ? policies::kWholeGpuMilli : req->gpu_milli.value_or(0);
+  if (learner_.Observe(req->gpus, milli, req->cpu_milli, req->memory_bytes)) {
+    workload_ = learner_.Published();
+    workload_changed_ = true;
+  }
+}
+
 void ClusterState::PublishLocked() {
+  if (workload_changed_) {
+    workload_changed_ = false;
+    for (const auto& [name, entry] : nodes_) RebuildNodeLocked(name);
+  }
   auto snapshot =
       std::make_shared<const ClusterSnapshot>(++generation_, node_states_, summaries_, flat_index_);
   if (on_publish_) on_publish_(snapshot);
@@ -313,7 +404,10 @@ Status ClusterState::Reserve(const Reservation& reservation) {
     return Conflict("pod " + reservation.pod.Key() + " already holds GPUs on node " +
                     it->second.node);
   }
-  if (it == pods_.end()) it = pods_.emplace(reservation.pod.uid, PodEntry{}).first;
+  if (it == pods_.end()) {
+    it = pods_.emplace(reservation.pod.uid, PodEntry{}).first;
+    LearnLocked(reservation.pod);
+  }
   PodEntry& entry = it->second;
   entry.info = reservation.pod;
   entry.node = reservation.node;
@@ -374,11 +468,18 @@ std::optional<PodInfo> ClusterState::FindPod(std::string_view uid) const {
   return it->second.info;
 }
 
+std::pair<std::shared_ptr<const policies::ObservedWorkload>, uint64_t> ClusterState::Workload()
+    const {
+  MutexLock lock(mutex_);
+  return {workload_, learner_.observations()};
+}
+
 ClusterCounts ClusterState::Counts() const {
   MutexLock lock(mutex_);
   ClusterCounts counts;
   counts.nodes = nodes_.size();
   counts.pods = pods_.size();
+  counts.host_pods = host_pods_.size();
   for (const auto& [uid, entry] : pods_) {
     counts.placed_pods += entry.node.empty() ? 0 : 1;
     counts.reservations += entry.reserved ? 1 : 0;

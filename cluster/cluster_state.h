@@ -1,4 +1,5 @@
-// ClusterState: the cache of GPU nodes and GPU pods that scheduling decisions read.
+// ClusterState: the cache of GPU nodes and GPU pods that scheduling decisions read, and of the
+// CPU and memory every other pod bound to a GPU node takes there.
 //
 // Fed with Node and Pod changes (from a snapshot file, or a watch of the API server) and with
 // reservations made by bind. Every change rebuilds the NodeState of the node it touches from
@@ -32,6 +33,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cluster/workload_learner.h"
 #include "gputopo/mutex.h"
 #include "gputopo/node_info.h"
 #include "gputopo/pod_info.h"
@@ -60,6 +62,7 @@ struct ClusterCounts {
   size_t pods = 0;          // GPU pods known, pending included
   size_t placed_pods = 0;   // holding GPUs on a node
   size_t reservations = 0;  // binds in flight
+  size_t host_pods = 0;     // GPU-less pods counted for their CPU and memory only
 };
 
 class ClusterState {
@@ -69,9 +72,11 @@ class ClusterState {
   using PublishListener =
       std::function<void(const std::shared_ptr<const policies::ClusterSnapshot>&)>;
 
-  // `resolver` must outlive the state.
+  // `resolver` must outlive the state. Every GPU pod seen for the first time is shown to a
+  // WorkloadLearner; each mix it publishes is handed to every node's state (and so to the
+  // fragmentation of presets that pin no workload).
   explicit ClusterState(const topology::TopologyResolver& resolver,
-                        PublishListener on_publish = nullptr);
+                        PublishListener on_publish = nullptr, WorkloadLearnerOptions learner = {});
   ClusterState(const ClusterState&) = delete;
   ClusterState& operator=(const ClusterState&) = delete;
 
@@ -84,7 +89,8 @@ class ClusterState {
   void ReplacePods(const std::vector<PodInfo>& pods);
   void UpsertNode(const NodeInfo& node);
   void RemoveNode(std::string_view name);
-  // A pod that requests no GPU, or has finished, is dropped (and frees what it held). A bound
+  // A pod that has finished is dropped (and frees what it held). A bound pod that requests no
+  // GPU is kept as its node, CPU and memory only (a few dozen bytes). A bound
   // pod holds the GPUs of its gputopo.io/observed-gpus (the node agent's ground truth) where it
   // has that annotation, else those of gputopo.io/assigned-gpus. Returns true when this update
   // is the first to show the two annotations naming different GPUs (GpusMismatch), so that
@@ -105,10 +111,14 @@ class ClusterState {
   size_t ExpireReservations(std::chrono::steady_clock::time_point cutoff);
 
   std::shared_ptr<const policies::ClusterSnapshot> Snapshot() const;
-  // Copies of the nodes and GPU pods known now (for /debug/snapshot in live mode).
+  // Copies of the nodes and GPU pods known now (for /debug/snapshot in live mode; GPU-less pods
+  // are not kept whole, so they are left out).
   std::pair<std::vector<NodeInfo>, std::vector<PodInfo>> Export() const;
   std::optional<PodInfo> FindPod(std::string_view uid) const;
   ClusterCounts Counts() const;
+  // The learned workload mix now in the snapshots (null before the first), and the number of
+  // GPU pods it has been shown.
+  std::pair<std::shared_ptr<const policies::ObservedWorkload>, uint64_t> Workload() const;
 
  private:
   struct PodEntry {
@@ -122,6 +132,12 @@ class ClusterState {
     bool reserved = false;
     std::chrono::steady_clock::time_point reserved_at{};
   };
+  // A bound pod without GPUs: what it takes of its node besides GPUs.
+  struct HostPod {
+    std::string node;
+    int64_t cpu_milli = 0;
+    int64_t memory_bytes = 0;
+  };
   struct NodeEntry {
     NodeInfo info;
     Result<topology::ResolvedTopology> topology{InvalidArgument("unresolved")};
@@ -131,12 +147,18 @@ class ClusterState {
   // Returns UpsertPod's answer.
   bool PutPodLocked(const PodInfo& pod) GPUTOPO_REQUIRES(mutex_);
   void DetachPodLocked(PodEntry& entry) GPUTOPO_REQUIRES(mutex_);
+  // Records (or, with an empty node, forgets) a GPU-less pod's CPU and memory; rebuilds the
+  // nodes whose totals changed.
+  void PutHostPodLocked(const std::string& uid, HostPod pod) GPUTOPO_REQUIRES(mutex_);
   void RebuildNodeLocked(const std::string& name) GPUTOPO_REQUIRES(mutex_);
   // Positions assigned afresh (the node set changed), every node rebuilt, then published.
   void RebuildAllLocked() GPUTOPO_REQUIRES(mutex_);
   void PublishLocked() GPUTOPO_REQUIRES(mutex_);
   // Replaces the name index and rebuilds the snapshots' flat copy of it.
   void SetIndexLocked(std::shared_ptr<const policies::NodeIndex> index) GPUTOPO_REQUIRES(mutex_);
+
+  // Shows a GPU pod to the learner; a new mix marks every node for rebuilding.
+  void LearnLocked(const PodInfo& pod) GPUTOPO_REQUIRES(mutex_);
 
   const topology::TopologyResolver& resolver_;
   const PublishListener on_publish_;
@@ -146,12 +168,19 @@ class ClusterState {
   std::unordered_map<std::string, PodEntry> pods_ GPUTOPO_GUARDED_BY(mutex_);
   std::map<std::string, std::set<std::string>, std::less<>> pods_by_node_
       GPUTOPO_GUARDED_BY(mutex_);
+  std::unordered_map<std::string, HostPod> host_pods_ GPUTOPO_GUARDED_BY(mutex_);
+  // Per node: the summed CPU and memory of its host_pods_.
+  std::map<std::string, std::pair<int64_t, int64_t>, std::less<>> host_use_
+      GPUTOPO_GUARDED_BY(mutex_);
   std::vector<std::shared_ptr<const policies::NodeState>> node_states_ GPUTOPO_GUARDED_BY(mutex_);
   std::vector<policies::NodeSummary> summaries_
       GPUTOPO_GUARDED_BY(mutex_);  // parallel to node_states_
   std::shared_ptr<const policies::NodeIndex> index_ GPUTOPO_GUARDED_BY(mutex_);
   std::shared_ptr<const policies::FlatNameIndex> flat_index_
       GPUTOPO_GUARDED_BY(mutex_);  // rebuilt with index_
+  WorkloadLearner learner_ GPUTOPO_GUARDED_BY(mutex_);
+  std::shared_ptr<const policies::ObservedWorkload> workload_ GPUTOPO_GUARDED_BY(mutex_);
+  bool workload_changed_ GPUTOPO_GUARDED_BY(mutex_) = false;  // nodes not yet rebuilt with it
   uint64_t next_version_ GPUTOPO_GUARDED_BY(mutex_) = 1;
   uint64_t generation_ GPUTOPO_GUARDED_BY(mutex_) = 0;
 

@@ -21,6 +21,12 @@ std::string EvaluationShape(const PodRequirements& pod, const Preset& preset) {
                       std::string(policies::LocalityName(pod.locality)) + "/" +
                       std::string(policies::ConstraintModeName(pod.locality_mode)) + "/" +
                       std::string(policies::SpreadModeName(pod.spread)) + "/";
+  const bool host = std::any_of(
+      preset.components().begin(), preset.components().end(),
+      [](const policies::WeightedComponent& c) { return c.component->ReadsHostResources(); });
+  if (host) {
+    shape += std::to_string(pod.cpu_milli) + "c/" + std::to_string(pod.memory_bytes) + "b/";
+  }
   // Presets are immutable; ShapeId keeps each alive, so the address identifies one.
   shape += std::to_string(reinterpret_cast<std::uintptr_t>(&preset));
   return shape;

@@ -479,6 +479,23 @@ if [ -f "$root/manifests/$component/kustomization.yaml" ]; then
     fi
   fi
 fi
+# All-pod mode: a Component, enabled the same way, in another copy of manifests/.
+component=variants/all-pods
+: > "$tmp/allpods.yaml"
+if [ -f "$root/manifests/$component/kustomization.yaml" ]; then
+  cp -r "$root/manifests" "$tmp/manifests-all-pods"
+  sed -i -e 's|^# components:$|components:|' -e "s|^#   - $component\$|  - $component|" \
+    "$tmp/manifests-all-pods/kustomization.yaml"
+  if ! grep -q "^  - $component\$" "$tmp/manifests-all-pods/kustomization.yaml"; then
+    fail "manifests/kustomization.yaml has no commented-out 'components: [$component]' to enable"
+  else
+    built=$((built + 1))
+    if ! "$kubectl" kustomize "$tmp/manifests-all-pods" > "$tmp/allpods.yaml" 2>"$tmp/err"; then
+      fail "kubectl kustomize manifests/ with $component: $(tr '\n' ' ' < "$tmp/err")"
+      : > "$tmp/allpods.yaml"
+    fi
+  fi
+fi
 
 # The node agent: manifests/agent/, and with its enforce Component enabled as its
 # kustomization.yaml says (uncomment `components:`), in a copy.
@@ -629,8 +646,9 @@ def image_minor(image):
     return int(m.group(1)) if m else None
 
 
-def check_ksc(ksc, where, scheduler_name, minors):
+def check_ksc(ksc, where, scheduler_name, minors, all_pods=False):
     """`minors`: (oldest, newest or None) Kubernetes minors whose kube-scheduler must load it.
+    `all_pods`: the all-pod variant (no managedResources, weight 10).
     Returns the extender's (host, port) and the leader election settings."""
     if not isinstance(ksc, dict):
         fail(f"{where}: not a KubeSchedulerConfiguration")
@@ -683,7 +701,12 @@ def check_ksc(ksc, where, scheduler_name, minors):
     mr = e.get("managedResources", [])
     for r in mr:
         unknown(r, MANAGED_FIELDS, where + " managedResources", oldest)
-    if [r.get("name") for r in mr] != ["nvidia.com/gpu"] or mr[0].get("ignoredByScheduler", False) is not False:
+    if all_pods:
+        if mr:
+            fail(f"{where}: all-pod mode must not set managedResources (gputopo sees every pod)")
+        if w != 10:
+            fail(f"{where}: all-pod mode needs extender weight 10, got {w!r}")
+    elif [r.get("name") for r in mr] != ["nvidia.com/gpu"] or mr[0].get("ignoredByScheduler", False) is not False:
         fail(f"{where}: managedResources must be [{{name: nvidia.com/gpu, ignoredByScheduler: false}}]")
     return (int(m.group(1)) if m else None), le
 
@@ -953,6 +976,29 @@ if os.path.isdir(vdir):
             elif json.loads(r.stdout) != pod:
                 fail(f"{where}: {os.path.basename(patch)} disagrees with kube-scheduler.yaml")
 
+def ksc_key(objs):
+    """The (ConfigMap, key) holding the KubeSchedulerConfiguration, or (None, None)."""
+    for c in find(objs, "ConfigMap"):
+        for k, v in c.get("data", {}).items():
+            if "KubeSchedulerConfiguration" in v:
+                return c, k
+    return None, None
+
+
+def normalized_except(objs, container, blank):
+    """`objs` sorted, with the KubeSchedulerConfiguration blanked and `blank(ctr)` applied to each
+    Deployment container named `container`: what a Component may change, taken out."""
+    out = json.loads(json.dumps(objs))
+    c, k = ksc_key(out)
+    if c:
+        c["data"][k] = "(the KubeSchedulerConfiguration)"
+    for d in find(out, "Deployment"):
+        for ctr in d["spec"]["template"]["spec"].get("containers", []):
+            if ctr["name"] == container:
+                blank(ctr)
+    return sorted(out, key=lambda o: (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]))
+
+
 # ---------------------------------------------------------------- Kubernetes 1.24 component
 # manifests/ with variants/kube-1.24 enabled: the same objects but for the ConfigMap's
 # KubeSchedulerConfiguration (v1beta3 instead of v1, the same settings) and the kube-scheduler
@@ -960,25 +1006,11 @@ if os.path.isdir(vdir):
 if os.path.isdir(os.path.join(root, "manifests/variants/kube-1.24")):
     where = "manifests/variants/kube-1.24"
     k124 = list_from(os.path.join(tmp, "kube124.yaml"))
-    # `main` is manifests/ as built; compare object by object, normalized.
-    def ksc_key(objs):
-        """The (ConfigMap, key) holding the KubeSchedulerConfiguration, or (None, None)."""
-        for c in find(objs, "ConfigMap"):
-            for k, v in c.get("data", {}).items():
-                if "KubeSchedulerConfiguration" in v:
-                    return c, k
-        return None, None
 
+    # `main` is manifests/ as built; compare object by object, normalized.
     def normalized(objs):
-        out = json.loads(json.dumps(objs))
-        c, k = ksc_key(out)
-        if c:
-            c["data"][k] = "(the KubeSchedulerConfiguration)"
-        for d in find(out, "Deployment"):
-            for ctr in d["spec"]["template"]["spec"].get("containers", []):
-                if ctr["name"] == "kube-scheduler":
-                    ctr["image"] = "(the kube-scheduler image)"
-        return sorted(out, key=lambda o: (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]))
+        return normalized_except(objs, "kube-scheduler",
+                                 lambda ctr: ctr.update(image="(the kube-scheduler image)"))
 
     if not k124:
         fail(f"{where}: manifests/ with this component does not build")
@@ -997,6 +1029,48 @@ if os.path.isdir(os.path.join(root, "manifests/variants/kube-1.24")):
                 for ctr in d["spec"]["template"]["spec"].get("containers", []) if ctr["name"] == "kube-scheduler"]
         if [image_minor(i) for i in imgs] != [OLDEST_MINOR]:
             fail(f"{where}: the kube-scheduler image must be 1.{OLDEST_MINOR}'s, got {imgs}")
+
+# ---------------------------------------------------------------- all-pod mode component
+# manifests/ with variants/all-pods enabled: the same objects but for the KubeSchedulerConfiguration
+# (no managedResources, weight 10, the resource score plugins off) and gputopo's --policy=pack.
+if os.path.isdir(os.path.join(root, "manifests/variants/all-pods")):
+    where = "manifests/variants/all-pods"
+    allpods = list_from(os.path.join(tmp, "allpods.yaml"))
+
+    def without_mode(objs):
+        return normalized_except(objs, "gputopo", lambda ctr: ctr.update(
+            args=[a for a in ctr.get("args", []) if not a.startswith("--policy")]))
+
+    if not allpods:
+        fail(f"{where}: manifests/ with this component does not build")
+    else:
+        if without_mode(allpods) != without_mode(main):
+            fail(f"{where}: changes more than the scheduler configuration and gputopo's --policy")
+        c, k = ksc_key(allpods)
+        ksc_all = yaml_text_to_json(c["data"][k], f"{where} ConfigMap {k}") if c else None
+        check_ksc(ksc_all, f"{where} ConfigMap {k}", "gputopo-scheduler", (25, None), all_pods=True)
+        if isinstance(ksc_all, dict) and main_ksc is not None:
+            disabled = [p.get("plugins", {}).get("score", {}).get("disabled", [])
+                        for p in ksc_all.get("profiles", [])]
+            if disabled != [[{"name": "NodeResourcesFit"}, {"name": "NodeResourcesBalancedAllocation"}]]:
+                fail(f"{where}: the profile must disable exactly NodeResourcesFit and "
+                     f"NodeResourcesBalancedAllocation at score, got {disabled}")
+            same = json.loads(json.dumps(ksc_all))
+            for p in same.get("profiles", []):
+                p.pop("plugins", None)
+            for e in same.get("extenders", []):
+                e["weight"] = main_ksc["extenders"][0].get("weight")
+                e["managedResources"] = main_ksc["extenders"][0].get("managedResources")
+            if same != main_ksc:
+                fail(f"{where}: its configuration differs from manifests/kube-scheduler-config.yaml "
+                     f"in more than plugins, weight and managedResources")
+        policies = [a for d in find(allpods, "Deployment")
+                    for ctr in d["spec"]["template"]["spec"].get("containers", []) if ctr["name"] == "gputopo"
+                    for a in ctr.get("args", []) if a.startswith("--policy")]
+        if policies != ["--policy=pack"]:
+            fail(f"{where}: gputopo must run with --policy=pack, got {policies}")
+        if not os.path.isfile(os.path.join(root, "policies/presets/pack.json")):
+            fail(f"{where}: the pack preset (policies/presets/pack.json) is missing")
 
 # ---------------------------------------------------------------- the node agent, as built
 # (its source files are checked in 0, without kubectl): the objects kubectl renders, the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 #include "evaluation/pod_evaluator.h"
@@ -169,6 +170,11 @@ class FgdPlacer final : public Placer {
     std::string name = "FGD";
     if (options_.exact) name += ", exact score";
     if (options_.random_ties) name += ", ties at random";
+    if (options_.pack_weight > 0) {
+      char text[48];
+      std::snprintf(text, sizeof(text), ", packing %g milli", options_.pack_weight);
+      name += text;
+    }
     return name + " (re-implemented)";
   }
 
@@ -220,6 +226,13 @@ class FgdPlacer final : public Placer {
         // No GPU (CPU and memory only), or whole GPUs: the first free ones.
         chosen.assign(room.begin(), room.begin() + pod.gpus);
         score = Score(Decrease(cluster, n, pod, chosen));
+      }
+      if (options_.pack_weight > 0) {
+        const double cpu_left =
+            static_cast<double>(cluster.node(n).cpu_milli - cluster.cpu_used(n) - pod.cpu_milli);
+        const double gpu_left =
+            GpuMilliFree(cluster, n) - static_cast<double>(pod.gpus) * cluster.ShareOn(n, pod);
+        score += options_.pack_weight * (1.0 - 0.5 * cpu_left / 128000.0 - 0.5 * gpu_left / 8000.0);
       }
       fgd.Offer(n, score);
       if (fgd.best() == n) choice[static_cast<size_t>(n)] = std::move(chosen);
@@ -298,6 +311,8 @@ PodInfo ToPodInfo(const SimPod& pod) {
   info.name = pod.name;
   info.uid = "uid-" + std::to_string(pod.id);
   info.gpu_request = pod.gpus;
+  info.cpu_request_milli = pod.cpu_milli;
+  info.memory_request_bytes = pod.memory_mib * 1024 * 1024;
   if (pod.gpus > 0 && pod.milli > 0) {
     info.annotations.emplace_back(std::string(kAnnotationGpuMilli), std::to_string(pod.milli));
   }
@@ -309,8 +324,13 @@ PodInfo ToPodInfo(const SimPod& pod) {
 class GputopoPlacer final : public Placer {
  public:
   GputopoPlacer(const SimCluster& cluster, std::string name,
-                std::shared_ptr<const policies::Preset> preset, uint64_t seed, bool alone)
-      : name_(std::move(name)), preset_(std::move(preset)), rng_(seed), alone_(alone) {
+                std::shared_ptr<const policies::Preset> preset, uint64_t seed, GputopoMode mode,
+                cluster::WorkloadLearnerOptions learner)
+      : name_(std::move(name)),
+        preset_(std::move(preset)),
+        rng_(seed),
+        mode_(mode),
+        state_(resolver_, nullptr, learner) {
     (void)app::LoadProfiles("", profiles_);  // the machine profiles nodes may name
     std::vector<NodeInfo> nodes;
     for (int n = 0; n < cluster.node_count(); ++n) nodes.push_back(cluster.node(n).info);
@@ -320,11 +340,22 @@ class GputopoPlacer final : public Placer {
       index_.push_back(snapshot->FindIndex(cluster.node(n).name));
     }
   }
-  std::string Name() const override { return (alone_ ? "gputopo alone " : "gputopo ") + name_; }
+  std::string Name() const override {
+    switch (mode_) {
+      case GputopoMode::kAlone:
+        return "gputopo alone " + name_;
+      case GputopoMode::kAllPods:
+        return "gputopo all-pod " + name_;
+      case GputopoMode::kBehindScheduler:
+        break;
+    }
+    return "gputopo " + name_;
+  }
 
   Placement Choose(const SimCluster& cluster, const SimPod& pod) override {
     BestOf best(rng_);
-    if (pod.gpus == 0) {  // the extender is not called for pods without nvidia.com/gpu
+    if (pod.gpus == 0 && mode_ != GputopoMode::kAllPods) {
+      // With managedResources nvidia.com/gpu, the extender is not called for pods without it.
       for (int n = 0; n < cluster.node_count(); ++n) {
         if (cluster.HostFits(n, pod)) best.Offer(n, KubeDefaultScore(cluster, n, pod));
       }
@@ -335,6 +366,8 @@ class GputopoPlacer final : public Placer {
     const PodInfo info = ToPodInfo(pod);
     Result<policies::PodRequirements> req = policies::RequirementsOf(info);
     if (!req.ok()) return {};
+    // The watch shows the pod pending before kube-scheduler asks: the learned mix counts it.
+    if (pod.gpus > 0) state_.UpsertPod(info);
     auto snapshot = state_.Snapshot();
     evaluation::PodEvaluator evaluator(*req, *preset_);
     // Filter, then prioritize: the weighted scores of the nodes that fit, normalized across
@@ -356,18 +389,30 @@ class GputopoPlacer final : public Placer {
                               : std::vector<int>(1, 0);  // kube-scheduler skips prioritize
     size_t chosen = 0;
     for (size_t i = 0; i < candidates.size(); ++i) {
-      const double kube = alone_ ? 0.0 : KubeDefaultScore(cluster, candidates[i], pod);
-      best.Offer(static_cast<int>(i), kube + 50.0 * (alone_ ? *weighted[i] : priorities[i]));
+      switch (mode_) {
+        case GputopoMode::kAlone:
+          best.Offer(static_cast<int>(i), *weighted[i]);
+          break;
+        case GputopoMode::kAllPods:
+          // manifests/variants/all-pods: kube-scheduler's resource scores are off; the
+          // extender's priority (weight 10) decides, ties at random.
+          best.Offer(static_cast<int>(i), 100.0 * priorities[i]);
+          break;
+        case GputopoMode::kBehindScheduler:
+          best.Offer(static_cast<int>(i),
+                     KubeDefaultScore(cluster, candidates[i], pod) + 50.0 * priorities[i]);
+          break;
+      }
     }
     chosen = static_cast<size_t>(best.best());
     Placement p;
     p.node = candidates[chosen];
-    p.gpus = topology::ToIndices(evaluator.evaluation(evaluations[chosen]).gpus);
+    if (pod.gpus > 0) p.gpus = topology::ToIndices(evaluator.evaluation(evaluations[chosen]).gpus);
     return p;
   }
 
+  // Every bound pod is seen through the watch: GPU-less ones for their CPU and memory.
   void OnPlaced(const SimCluster& cluster, const SimPod& pod, const Placement& p) override {
-    if (pod.gpus == 0) return;
     PodInfo info = ToPodInfo(pod);
     info.node_name = cluster.node(p.node).name;
     info.phase = PodPhase::kRunning;
@@ -384,11 +429,11 @@ class GputopoPlacer final : public Placer {
   std::string name_;
   std::shared_ptr<const policies::Preset> preset_;
   std::mt19937_64 rng_;
-  bool alone_;
+  GputopoMode mode_;
   topology::ShapeInterner interner_;
   topology::ProfileCatalog profiles_{interner_};
   topology::TopologyResolver resolver_{profiles_, interner_};
-  cluster::ClusterState state_{resolver_};
+  cluster::ClusterState state_;
   std::vector<size_t> index_;  // cluster node -> snapshot position
 };
 
@@ -425,8 +470,9 @@ std::unique_ptr<Placer> MakeStockKubernetesPlacer(uint64_t seed) {
 }
 std::unique_ptr<Placer> MakeGputopoPlacer(const SimCluster& cluster, const std::string& preset,
                                           std::shared_ptr<const policies::Preset> weights,
-                                          uint64_t seed, bool alone) {
-  return std::make_unique<GputopoPlacer>(cluster, preset, std::move(weights), seed, alone);
+                                          uint64_t seed, GputopoMode mode,
+                                          cluster::WorkloadLearnerOptions learner) {
+  return std::make_unique<GputopoPlacer>(cluster, preset, std::move(weights), seed, mode, learner);
 }
 
 int OvercommittedPlacements(const Placer& placer) {

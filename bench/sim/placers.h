@@ -71,19 +71,34 @@ struct FgdOptions {
   bool as_extender = false;
   bool exact = false;        // d itself is the score
   bool random_ties = false;  // ties at random, as a stock kube-scheduler breaks them
+  // > 0: plus this many milli of fragmentation decrease per unit of packing (BestFit's measure,
+  // 0..1 full), so that ties and near-ties go to the fuller node.
+  double pack_weight = 0;
 };
 std::unique_ptr<Placer> MakeFgdPlacer(WorkloadMix mix, uint64_t seed, FgdOptions options = {});
 // FGD's fragmentation change (milli) of placing `pod` on `gpus` of node n.
 double FgdDelta(const SimCluster& cluster, int n, const SimPod& pod, const std::vector<int>& gpus,
                 const WorkloadMix& mix);
 std::unique_ptr<Placer> MakeStockKubernetesPlacer(uint64_t seed);
-// gputopo: kube-scheduler's filters and scores plus gputopo's filter and prioritize (preset
-// `preset`); GPUs as gputopo's bind chooses them.
-// With `alone`, kube-scheduler's own scores are left out: gputopo's priority alone picks the
-// node (as with a high extender weight), ties at random.
+// How kube-scheduler and gputopo share the choice of node.
+enum class GputopoMode {
+  // manifests/kube-scheduler-config.yaml: managedResources nvidia.com/gpu, so GPU-less pods are
+  // kube-scheduler's alone; its default scores plus gputopo's priority with weight 5.
+  kBehindScheduler,
+  // gputopo's weighted score alone picks the node (as with a very high extender weight).
+  kAlone,
+  // manifests/variants/all-pods: gputopo is called for every pod, kube-scheduler's resource
+  // scores are off, and gputopo's priority (the preset's normalization) decides; ties at random.
+  kAllPods,
+};
+// gputopo: kube-scheduler's filters plus gputopo's filter and prioritize (preset `preset`) as
+// `mode` combines them; GPUs as gputopo's bind chooses them. Every bound pod reaches gputopo's
+// cluster state, as through the API server's watch.
 std::unique_ptr<Placer> MakeGputopoPlacer(const SimCluster& cluster, const std::string& preset,
                                           std::shared_ptr<const policies::Preset> weights,
-                                          uint64_t seed, bool alone = false);
+                                          uint64_t seed,
+                                          GputopoMode mode = GputopoMode::kBehindScheduler,
+                                          cluster::WorkloadLearnerOptions learner = {});
 
 // The presets shipped in policies/presets/, parsed (bench links the adapters for this).
 Result<policies::PresetCatalog> LoadShippedPresets();

@@ -23,6 +23,11 @@ struct NodeInfo {
   std::string resource_version;
   // status.allocatable["nvidia.com/gpu"]: the time-slice replicas kubelet can hand out.
   int64_t allocatable_gpus = 0;
+  // status.allocatable cpu (millicores) and memory (bytes); 0 when the node does not say. The
+  // fragmentation measure counts a GPU as usable by a class of pods only where the node also
+  // has that class's CPU and memory free; a node without these figures is not held to them.
+  int64_t allocatable_cpu_milli = 0;
+  int64_t allocatable_memory_bytes = 0;
   std::optional<std::string> label_gpu_count;     // nvidia.com/gpu.count (GPU Feature Discovery)
   std::optional<std::string> label_gpu_replicas;  // nvidia.com/gpu.replicas (GPU Feature Discovery)
   std::optional<std::string> label_gpu_product;   // nvidia.com/gpu.product

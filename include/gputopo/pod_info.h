@@ -57,6 +57,10 @@ struct PodInfo {
   // as kube-scheduler computes it. Requests default to limits for extended resources. A sum
   // that does not fit saturates at kGpuRequestOverflow; it never wraps.
   int64_t gpu_request = 0;
+  // Effective cpu (millicores) and memory (bytes) requests, computed the same way, plus
+  // spec.overhead; saturating at kGpuRequestOverflow.
+  int64_t cpu_request_milli = 0;
+  int64_t memory_request_bytes = 0;
   // spec.priority: what the Priority admission plugin resolved from priorityClassName (0 when
   // unset). Preemption evicts only pods of lower priority than the preemptor.
   int32_t priority = 0;

@@ -200,6 +200,30 @@ class CandidateSearch {
   uint64_t candidates_ = 0;
 };
 
+// A pod without GPUs fits every node. Where the node's GPUs are known, the components that
+// score such pods (fragmentation: the GPU capacity its CPU and memory strand) rate it; the others,
+// and nodes without known GPUs, give the top score: it takes nothing they care about.
+NodeEvaluation EvaluateGpuLess(const PodRequirements& pod, const NodeState& node,
+                               const Preset& preset, GpuMask group_gpus) {
+  NodeEvaluation e;
+  e.verdict = Verdict::kFits;
+  e.detail = "pod requests no GPU";
+  e.weighted_score = kMaxComponentScore;
+  if (!node.has_topology()) return e;
+  const PlacementContext ctx = MakePlacementContext(pod, node, group_gpus);
+  double sum = 0.0;
+  double weights = 0.0;
+  for (const WeightedComponent& c : preset.components()) {
+    const double score =
+        c.component->ScoresGpuLessPods() ? c.component->Prepare(ctx)->Score(0) : kMaxComponentScore;
+    e.component_scores.push_back(score);
+    sum += c.weight * score;
+    weights += c.weight;
+  }
+  if (weights > 0.0) e.weighted_score = sum / weights;
+  return e;
+}
+
 }  // namespace
 
 std::string_view VerdictName(Verdict verdict) { return NameOf(kVerdictNames, verdict); }
@@ -211,15 +235,9 @@ NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node,
 
 NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node, const Preset& preset,
                             GpuMask group_gpus) {
+  if (pod.gpus <= 0) return EvaluateGpuLess(pod, node, preset, group_gpus);
   if (!node.has_topology()) {
     return Reject(Verdict::kUnresolvable, "gputopo: node topology invalid", node.topology_error());
-  }
-  if (pod.gpus <= 0) {
-    NodeEvaluation e;
-    e.verdict = Verdict::kFits;
-    e.detail = "pod requests no GPU";
-    e.weighted_score = kMaxComponentScore;
-    return e;
   }
   if (auto rejected = CheckResolvable(pod, node)) return *rejected;
 
@@ -312,9 +330,14 @@ NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node, c
 std::vector<ComponentResult> ExplainPlacement(const PodRequirements& pod, const NodeState& node,
                                               const Preset& preset, GpuMask gpus) {
   std::vector<ComponentResult> out;
-  if (!node.has_topology() || gpus == 0) return out;
+  if (!node.has_topology() || (gpus == 0 && pod.gpus > 0)) return out;
   const PlacementContext ctx = MakePlacementContext(pod, node);
   for (const WeightedComponent& c : preset.components()) {
+    if (pod.gpus <= 0 && !c.component->ScoresGpuLessPods()) {
+      out.push_back(
+          {std::string(c.component->Name()), c.weight, kMaxComponentScore, "pod requests no GPU"});
+      continue;
+    }
     const std::unique_ptr<PreparedScore> scorer = c.component->Prepare(ctx);
     out.push_back(
         {std::string(c.component->Name()), c.weight, scorer->Score(gpus), scorer->Explain(gpus)});

@@ -2,12 +2,31 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 namespace gputopo::policies {
 
 std::vector<int> NormalizeScores(const std::vector<std::optional<double>>& weighted,
                                  ScoreNormalization mode) {
   std::vector<int> out(weighted.size(), 0);
+  if (mode == ScoreNormalization::kRank) {
+    // The 11 best distinct scores, best first.
+    std::vector<double> levels;
+    for (const auto& w : weighted) {
+      if (!w || std::isnan(*w)) continue;
+      auto at = std::lower_bound(levels.begin(), levels.end(), *w, std::greater<>());
+      if (at != levels.end() && *at == *w) continue;
+      levels.insert(at, *w);
+      if (levels.size() > 11) levels.pop_back();
+    }
+    for (size_t i = 0; i < weighted.size(); ++i) {
+      if (!weighted[i] || std::isnan(*weighted[i])) continue;
+      const auto at =
+          std::lower_bound(levels.begin(), levels.end(), *weighted[i], std::greater<>());
+      out[i] = 10 - static_cast<int>(std::min<ptrdiff_t>(at - levels.begin(), 10));
+    }
+    return out;
+  }
   double lo = 0.0;
   double hi = 0.0;
   bool any = false;

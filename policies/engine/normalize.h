@@ -4,6 +4,10 @@
 // scores; rounding alone would erase differences smaller than half a point between nodes. Like
 // kube-scheduler's own NormalizeScore step, min-max normalization stretches the candidates of one
 // request over the whole range: the best node gets 10, the worst 0, the rest in proportion.
+// Rank normalization keeps only the order, so that the 11 integer levels go where the choice is
+// made: the best score gets 10, the next distinct one 9, and so on down to 0. With kube-scheduler's
+// own score plugins off (manifests/variants/all-pods), the node kube-scheduler picks is then
+// always one of gputopo's best, however close the runners-up are.
 //
 // Thread safety: pure function.
 #ifndef GPUTOPO_POLICIES_ENGINE_NORMALIZE_H_
@@ -21,12 +25,14 @@ namespace gputopo::policies {
 enum class ScoreNormalization : uint8_t {
   kNone,    // round(weighted)
   kMinMax,  // round(10 * (weighted - min) / (max - min)); 10 for all when max == min
+  kRank,    // 10 - (number of distinct better scores), at least 0
 };
 
 // A preset's "normalization" values (enum_names.h).
-inline constexpr EnumNames<ScoreNormalization, 2> kScoreNormalizationNames = {{
+inline constexpr EnumNames<ScoreNormalization, 3> kScoreNormalizationNames = {{
     {ScoreNormalization::kNone, "none"},
     {ScoreNormalization::kMinMax, "minmax"},
+    {ScoreNormalization::kRank, "rank"},
 }};
 inline std::optional<ScoreNormalization> ParseScoreNormalization(std::string_view name) {
   return ValueOf(kScoreNormalizationNames, name);

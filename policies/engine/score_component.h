@@ -37,6 +37,12 @@ class ScoreComponent {
   virtual std::string_view Name() const = 0;
   // A scorer for the pod and node of `ctx`; `ctx` must outlive it.
   virtual std::unique_ptr<PreparedScore> Prepare(const PlacementContext& ctx) const = 0;
+  // Whether the component has something to say about a pod that requests no GPU (it is then
+  // asked about the empty set). The others give such a pod the top score on every node.
+  virtual bool ScoresGpuLessPods() const { return false; }
+  // Whether scores depend on the pod's CPU and memory requests and the node's free CPU and
+  // memory (caches must then tell pods apart by their requests).
+  virtual bool ReadsHostResources() const { return false; }
 };
 
 // A PreparedScore that needs nothing precomputed: forwards to two functions of (ctx, gpus).

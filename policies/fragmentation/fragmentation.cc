@@ -7,6 +7,24 @@
 
 namespace gputopo::policies {
 
+namespace {
+
+bool HostFits(int64_t cpu_free, int64_t memory_free, const WorkloadClass& cls) {
+  return cpu_free >= cls.cpu_milli && memory_free >= cls.memory_bytes;
+}
+
+// Free CPU or memory less a request, staying unlimited where unlimited.
+int64_t Less(int64_t free, int64_t request) {
+  if (free == std::numeric_limits<int64_t>::max()) return free;
+  return free - request;
+}
+
+int ClassMilli(const WorkloadClass& cls, int default_share) {
+  return cls.milli > 0 ? cls.milli : default_share;
+}
+
+}  // namespace
+
 double FragmentMilli(const FreeView& view, const WorkloadClass& cls) {
   double total_free = 0.0;
   double unusable_free = 0.0;
@@ -14,13 +32,14 @@ double FragmentMilli(const FreeView& view, const WorkloadClass& cls) {
   for (int g = 0; g < view.gpu_count; ++g) {
     const int milli = view.free_milli[static_cast<size_t>(g)];
     total_free += milli;
-    if (view.free_slots[static_cast<size_t>(g)] >= 1 && milli >= cls.milli) {
+    if (view.free_slots[static_cast<size_t>(g)] >= 1 &&
+        milli >= ClassMilli(cls, view.default_share)) {
       usable |= topology::Bit(g);
     } else {
       unusable_free += milli;
     }
   }
-  bool fits = view.node_free_slots >= cls.gpus;
+  bool fits = view.node_free_slots >= cls.gpus && HostFits(view.cpu_free, view.memory_free, cls);
   if (fits) {
     if (cls.gpus <= 1) {
       fits = usable != 0;
@@ -57,6 +76,9 @@ FreeView Fragmentation::Before(const PlacementContext& ctx) {
   view.free_slots = ctx.free_slots;
   view.free_milli = ctx.free_milli;
   view.node_free_slots = ctx.node_free_slots;
+  view.default_share = kWholeGpuMilli / std::max(1, ctx.node.replicas());
+  view.cpu_free = ctx.node.host().cpu_free_milli();
+  view.memory_free = ctx.node.host().memory_free_bytes();
   const topology::TopologyShape& shape = ctx.shape;
   if (shape.has_nvlink()) {
     for (int i = 0; i < shape.island_count(); ++i) view.domains.push_back(shape.island(i));
@@ -85,6 +107,8 @@ FreeView Fragmentation::After(const PlacementContext& ctx, FreeView view, GpuMas
     }
   }
   view.node_free_slots = std::max(0, view.node_free_slots - topology::Count(gpus));
+  view.cpu_free = Less(view.cpu_free, ctx.pod.cpu_milli);
+  view.memory_free = Less(view.memory_free, ctx.pod.memory_bytes);
   return view;
 }
 
@@ -101,12 +125,15 @@ class PreparedFragmentation final : public PreparedScore {
     for (const WorkloadClass& cls : workload_) {
       ClassState state;
       for (int g = 0; g < before_.gpu_count; ++g) {
-        if (Usable(before_.free_slots[Index(g)], before_.free_milli[Index(g)], cls)) {
+        if (Usable(before_.free_slots[Index(g)], before_.free_milli[Index(g)], cls,
+                   before_.default_share)) {
           state.usable |= topology::Bit(g);
         } else {
           state.unusable += before_.free_milli[Index(g)];
         }
       }
+      state.host_fits_after = HostFits(Less(before_.cpu_free, ctx.pod.cpu_milli),
+                                       Less(before_.memory_free, ctx.pod.memory_bytes), cls);
       classes_.push_back(state);
       expected_before_ += cls.weight * FragmentMilli(before_, cls);
       weights += cls.weight;
@@ -146,13 +173,14 @@ class PreparedFragmentation final : public PreparedScore {
         } else {
           unusable -= before_.free_milli[i];
         }
-        if (Usable(slots_after[i], milli_after[i], cls)) {
+        if (Usable(slots_after[i], milli_after[i], cls, before_.default_share)) {
           usable |= topology::Bit(g);
         } else {
           unusable += milli_after[i];
         }
       }
-      expected_after += cls.weight * (Fits(usable, node_free_after, cls) ? unusable : total_after);
+      const bool fits = classes_[c].host_fits_after && Fits(usable, node_free_after, cls);
+      expected_after += cls.weight * (fits ? unusable : total_after);
     }
     return expected_after / weight_sum_ - expected_before_;
   }
@@ -170,12 +198,13 @@ class PreparedFragmentation final : public PreparedScore {
 
  private:
   struct ClassState {
-    GpuMask usable = 0;     // GPUs a pod of the class could use
-    double unusable = 0.0;  // free milli on the others
+    GpuMask usable = 0;           // GPUs a pod of the class could use
+    double unusable = 0.0;        // free milli on the others
+    bool host_fits_after = true;  // the node keeps the class's CPU and memory free after the pod
   };
   static size_t Index(int g) { return static_cast<size_t>(g); }
-  static bool Usable(int free_slots, int free_milli, const WorkloadClass& cls) {
-    return free_slots >= 1 && free_milli >= cls.milli;
+  static bool Usable(int free_slots, int free_milli, const WorkloadClass& cls, int default_share) {
+    return free_slots >= 1 && free_milli >= ClassMilli(cls, default_share);
   }
   bool Fits(GpuMask usable, int node_free_slots, const WorkloadClass& cls) const {
     if (node_free_slots < cls.gpus) return false;
@@ -197,8 +226,21 @@ class PreparedFragmentation final : public PreparedScore {
 
 }  // namespace
 
+const std::vector<WorkloadClass>& Fragmentation::WorkloadFor(const PlacementContext& ctx) const {
+  const std::shared_ptr<const ObservedWorkload>& observed = ctx.node.observed_workload();
+  if (pinned_ || observed == nullptr || observed->classes.empty()) return workload_;
+  return observed->classes;
+}
+
 std::unique_ptr<PreparedScore> Fragmentation::Prepare(const PlacementContext& ctx) const {
-  return std::make_unique<PreparedFragmentation>(ctx, workload_);
+  return std::make_unique<PreparedFragmentation>(ctx, WorkloadFor(ctx));
+}
+
+bool Fragmentation::ReadsHostResources() const {
+  if (!pinned_) return true;  // a learned mix may ask for CPU and memory
+  return std::any_of(workload_.begin(), workload_.end(), [](const WorkloadClass& cls) {
+    return cls.cpu_milli > 0 || cls.memory_bytes > 0;
+  });
 }
 
 double Fragmentation::Score(const PlacementContext& ctx, GpuMask gpus) const {

@@ -6,7 +6,11 @@
 //  - a GPU is usable when it has a free slot and at least m milli free;
 //  - a class of k > 1 GPUs also needs k usable GPUs inside one locality domain (NVLink island
 //    when the machine has NVLink, else NUMA node, else the whole node), and k free slots;
+//  - a class that asks for CPU or memory fits only where the node has that much free besides
+//    its GPUs (FGD's rule: a GPU share a pod cannot use for lack of CPU is stranded too);
 //  - fragment = free milli on unusable GPUs when the class fits, else all free milli.
+// A pod without GPUs changes only the node's free CPU and memory; its delta is what that strands
+// of the GPUs, so that all-pod mode steers CPU-only pods to where they strand the least.
 // The node's fragmentation is the weighted mean over classes. Placing the pod changes it by
 // delta (milli); every GPU's worth of capacity newly stranded costs 5 points:
 //   score = clamp(5 - 5 * delta / 1000, 0, 10)
@@ -16,6 +20,8 @@
 #define GPUTOPO_POLICIES_FRAGMENTATION_FRAGMENTATION_H_
 
 #include <array>
+#include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "policies/engine/score_component.h"
@@ -30,6 +36,10 @@ struct FreeView {
   std::array<int, 64> free_milli{};
   int node_free_slots = 0;
   std::vector<GpuMask> domains;  // locality domains for multi-GPU classes
+  int default_share = 1000;      // the share of a class with milli 0: 1000 / replicas
+  // Free CPU (millicores) and memory (bytes) besides the GPUs; unlimited where unknown.
+  int64_t cpu_free = std::numeric_limits<int64_t>::max();
+  int64_t memory_free = std::numeric_limits<int64_t>::max();
 };
 
 // Fragment (milli) of `view` for one class. Pure.
@@ -43,9 +53,14 @@ class Fragmentation final : public ScoreComponent {
  public:
   static constexpr std::string_view kName = "fragmentation";
 
-  // Precondition: workload validated (see MakeFragmentation in the registry).
-  explicit Fragmentation(std::vector<WorkloadClass> workload) : workload_(std::move(workload)) {}
+  // Precondition: workload validated (see MakeFragmentation in the registry). A `pinned`
+  // workload is always used; otherwise the node's learned one (NodeState::observed_workload)
+  // is, once the cluster has learned one, and `workload` only until then.
+  explicit Fragmentation(std::vector<WorkloadClass> workload, bool pinned = true)
+      : workload_(std::move(workload)), pinned_(pinned) {}
   std::string_view Name() const override { return kName; }
+  bool ScoresGpuLessPods() const override { return true; }
+  bool ReadsHostResources() const override;
   // Computes the node's fragmentation once; each candidate set then costs
   // O(classes * (N + domains)).
   std::unique_ptr<PreparedScore> Prepare(const PlacementContext& ctx) const override;
@@ -60,7 +75,11 @@ class Fragmentation final : public ScoreComponent {
   static std::vector<WorkloadClass> DefaultWorkload();
 
  private:
+  // The classes fragmentation is measured against on `ctx`'s node.
+  const std::vector<WorkloadClass>& WorkloadFor(const PlacementContext& ctx) const;
+
   std::vector<WorkloadClass> workload_;
+  bool pinned_ = true;
 };
 
 }  // namespace gputopo::policies

@@ -4,18 +4,31 @@
 #ifndef GPUTOPO_POLICIES_REGISTRY_COMPONENT_ARGS_H_
 #define GPUTOPO_POLICIES_REGISTRY_COMPONENT_ARGS_H_
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
 namespace gputopo::policies {
 
-// One class of pods in a workload mix: `gpus` GPUs of `milli` each (1000 = whole GPUs).
+// One class of pods in a workload mix: `gpus` GPUs of `milli` each (1000 = whole GPUs; 0, in a
+// learned mix only: the node's default share, 1000 / replicas), with `cpu_milli` and
+// `memory_bytes` of the node besides (0: none asked).
 struct WorkloadClass {
   int gpus = 1;
   int milli = 1000;
   double weight = 1.0;  // relative frequency, > 0
+  int64_t cpu_milli = 0;
+  int64_t memory_bytes = 0;
   friend bool operator==(const WorkloadClass&, const WorkloadClass&) = default;
+};
+
+// The workload mix learned from the pods the cluster has seen (cluster/workload_learner.h),
+// which fragmentation measures against unless a preset pins a workload. `version` tells mixes
+// apart (0: never published).
+struct ObservedWorkload {
+  uint64_t version = 0;
+  std::vector<WorkloadClass> classes;  // heaviest first; weights sum to 1
 };
 
 struct ComponentArgs {
@@ -33,7 +46,7 @@ struct PresetSpec {
   std::string name;
   std::string description;
   std::vector<ComponentSpec> components;
-  std::string normalization = "minmax";  // how node scores become priorities: minmax | none
+  std::string normalization = "minmax";  // how node scores become priorities: minmax | rank | none
 };
 
 }  // namespace gputopo::policies

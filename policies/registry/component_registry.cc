@@ -5,6 +5,7 @@
 
 #include "policies/fragmentation/fragmentation.h"
 #include "policies/locality/locality.h"
+#include "policies/packing/packing.h"
 #include "policies/replica_spread/replica_spread.h"
 #include "policies/slot_balance/slot_balance.h"
 
@@ -64,12 +65,23 @@ Result<std::shared_ptr<const ScoreComponent>> MakeFragmentation(const ComponentA
       return InvalidArgument("workload weight must be positive");
     }
   }
-  return std::shared_ptr<const ScoreComponent>(std::make_shared<Fragmentation>(workload));
+  return std::shared_ptr<const ScoreComponent>(
+      std::make_shared<Fragmentation>(workload, !args.workload.empty()));
 }
 
 Result<std::shared_ptr<const ScoreComponent>> MakeSlotBalance(const ComponentArgs& args) {
   if (Status s = OnlyKnown(args, {}, false); !s.ok()) return s;
   return std::shared_ptr<const ScoreComponent>(std::make_shared<SlotBalance>());
+}
+
+Result<std::shared_ptr<const ScoreComponent>> MakePacking(const ComponentArgs& args) {
+  if (Status s = OnlyKnown(args, {"cpuReferenceCores", "gpuReference"}, false); !s.ok()) return s;
+  double cores = 128.0;
+  double gpus = 8.0;
+  if (Status s = ReadNumber(args, "cpuReferenceCores", 0.001, 1e6, &cores); !s.ok()) return s;
+  if (Status s = ReadNumber(args, "gpuReference", 0.001, 4096.0, &gpus); !s.ok()) return s;
+  return std::shared_ptr<const ScoreComponent>(
+      std::make_shared<Packing>(cores * 1000.0, gpus * 1000.0));
 }
 
 }  // namespace
@@ -105,6 +117,7 @@ ComponentRegistry BuiltinComponents() {
   (void)registry.Register(std::string(LocalityComponent::kName), MakeLocality);
   (void)registry.Register(std::string(Fragmentation::kName), MakeFragmentation);
   (void)registry.Register(std::string(SlotBalance::kName), MakeSlotBalance);
+  (void)registry.Register(std::string(Packing::kName), MakePacking);
   return registry;
 }
 

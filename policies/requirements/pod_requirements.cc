@@ -71,6 +71,15 @@ Result<PodRequirements> RequirementsOf(const PodInfo& pod) {
                            std::to_string(kMaxGpuRequest));
   }
   req.gpus = static_cast<int>(pod.gpu_request);
+  if (pod.cpu_request_milli == kGpuRequestOverflow || pod.cpu_request_milli < 0 ||
+      pod.memory_request_bytes == kGpuRequestOverflow || pod.memory_request_bytes < 0) {
+    return InvalidArgument(
+        "cpu or memory request is out of range: the containers' requests add "
+        "up to more than " +
+        std::to_string(kGpuRequestOverflow));
+  }
+  req.cpu_milli = pod.cpu_request_milli;
+  req.memory_bytes = pod.memory_request_bytes;
   req.locality = req.gpus > 1 ? Locality::kNvLink : Locality::kNone;
 
   if (auto v = FindAnnotation(pod.annotations, kAnnotationSpread)) {

@@ -67,6 +67,10 @@ struct PodRequirements {
   std::string group;         // spread group id, namespaced
   std::string group_source;  // how the group was chosen, for people
   std::string policy;        // preset name; empty: the server's default
+  // The pod's cpu (millicores) and memory (bytes) requests: what it takes of the node besides
+  // GPUs, which decides the GPU capacity it leaves usable (fragmentation's host dimension).
+  int64_t cpu_milli = 0;
+  int64_t memory_bytes = 0;
 
   // The pod's share of each of its GPUs on a node whose GPUs have `replicas` slots.
   int ShareMilli(int replicas) const;

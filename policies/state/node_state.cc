@@ -75,17 +75,20 @@ GpuMask NodeState::GroupGpus(std::string_view group, size_t group_hash) const {
 }
 
 NodeState NodeState::Build(std::string name, Result<topology::ResolvedTopology> resolved,
-                           const std::vector<PodPlacement>& pods, uint64_t version) {
+                           const std::vector<PodPlacement>& pods, uint64_t version,
+                           HostResources host, std::shared_ptr<const ObservedWorkload> workload) {
   NodeState node;
   node.name_ = std::move(name);
   node.version_ = version;
+  node.host_ = host;
+  node.workload_ = std::move(workload);
   if (!resolved.ok()) {
     node.topology_error_ = resolved.status().message();
     if (node.topology_error_.empty()) node.topology_error_ = "topology unavailable";
     // Pods still count against the node: it has slots kubelet hands out.
     for (const PodPlacement& pod : pods) {
-      node.unplaced_.push_back(
-          {pod.pod_uid, pod.pod_key, pod.slots, "node topology unknown", pod.priority});
+      node.unplaced_.push_back({pod.pod_uid, pod.pod_key, pod.slots, "node topology unknown",
+                                pod.priority, pod.cpu_milli, pod.memory_bytes});
       node.unplaced_slots_ += pod.slots;
     }
     node.used_slots_ = node.unplaced_slots_;
@@ -99,8 +102,8 @@ NodeState NodeState::Build(std::string name, Result<topology::ResolvedTopology> 
         pod.assigned.empty() ? Result<std::vector<int>>(NotFound("no gputopo.io/assigned-gpus"))
                              : node.ParseAssigned(pod.assigned);
     if (!indices.ok()) {
-      node.unplaced_.push_back(
-          {pod.pod_uid, pod.pod_key, pod.slots, indices.status().message(), pod.priority});
+      node.unplaced_.push_back({pod.pod_uid, pod.pod_key, pod.slots, indices.status().message(),
+                                pod.priority, pod.cpu_milli, pod.memory_bytes});
       continue;
     }
     const int milli = pod.exclusive ? kWholeGpuMilli
@@ -119,6 +122,8 @@ NodeState NodeState::Build(std::string name, Result<topology::ResolvedTopology> 
       occupant.exclusive = pod.exclusive;
       occupant.reserved = pod.reserved;
       occupant.observed = pod.observed;
+      occupant.cpu_milli = pod.cpu_milli;
+      occupant.memory_bytes = pod.memory_bytes;
       for (const std::string& label : pod.recorded)
         occupant.recorded += (occupant.recorded.empty() ? "" : ",") + label;
       gpu.occupants.push_back(std::move(occupant));
@@ -128,7 +133,7 @@ NodeState NodeState::Build(std::string name, Result<topology::ResolvedTopology> 
     if (extra > 0) {
       node.unplaced_.push_back({pod.pod_uid, pod.pod_key, extra,
                                 "requests more replicas than gputopo.io/assigned-gpus lists",
-                                pod.priority});
+                                pod.priority, 0, 0});
     }
   }
   node.Finish();
@@ -178,6 +183,11 @@ void NodeState::Finish() {
     }
   }
   AppendInt(sig, static_cast<int64_t>(unhealthy_gpus_));
+  AppendInt(sig, workload_ == nullptr ? 0 : static_cast<int64_t>(workload_->version));
+  if (host_.cpu_allocatable_milli > 0 || host_.memory_allocatable_bytes > 0) {
+    AppendInt(sig, host_.cpu_free_milli());
+    AppendInt(sig, host_.memory_free_bytes());
+  }
   for (size_t i = 0; i < gpus_.size(); ++i) {
     const GpuOccupancy& gpu = gpus_[i];
     used_slots_ += gpu.slots_used;
@@ -194,6 +204,25 @@ NodeState NodeState::Without(const std::vector<std::string_view>& pod_uids,
   };
   NodeState node = *this;
   node.version_ = version;
+  // Each listed pod's CPU and memory, once (a multi-GPU pod has an entry on each GPU).
+  std::vector<std::string_view> freed;
+  auto free_host = [&](std::string_view uid, int64_t cpu, int64_t memory) {
+    if (std::find(freed.begin(), freed.end(), uid) != freed.end()) return;
+    freed.push_back(uid);
+    node.host_.cpu_requested_milli = std::max<int64_t>(0, node.host_.cpu_requested_milli - cpu);
+    node.host_.memory_requested_bytes =
+        std::max<int64_t>(0, node.host_.memory_requested_bytes - memory);
+  };
+  for (const GpuOccupancy& gpu : gpus_) {
+    for (const Occupant& o : gpu.occupants) {
+      if (listed(o.pod_uid)) free_host(o.pod_uid, o.cpu_milli, o.memory_bytes);
+    }
+  }
+  for (const UnplacedPod& p : unplaced_) {
+    if (listed(p.pod_uid) && (p.cpu_milli > 0 || p.memory_bytes > 0)) {
+      free_host(p.pod_uid, p.cpu_milli, p.memory_bytes);
+    }
+  }
   for (GpuOccupancy& gpu : node.gpus_) {
     std::erase_if(gpu.occupants, [&](const Occupant& o) { return listed(o.pod_uid); });
   }

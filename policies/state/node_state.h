@@ -13,13 +13,16 @@
 #ifndef GPUTOPO_POLICIES_STATE_NODE_STATE_H_
 #define GPUTOPO_POLICIES_STATE_NODE_STATE_H_
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "gputopo/status.h"
+#include "policies/registry/component_args.h"
 #include "policies/state/group_filter.h"
 #include "topology/gpu_mask.h"
 #include "topology/topology_resolver.h"
@@ -27,6 +30,25 @@
 namespace gputopo::policies {
 
 using topology::GpuMask;
+
+// The node's CPU and memory besides its GPUs: what kube-scheduler's NodeResourcesFit counts.
+// Requests of every pod bound to the node, GPU-less ones included.
+struct HostResources {
+  int64_t cpu_allocatable_milli = 0;  // 0: the node does not say
+  int64_t memory_allocatable_bytes = 0;
+  int64_t cpu_requested_milli = 0;
+  int64_t memory_requested_bytes = 0;
+  // Free CPU and memory; where the node does not say, unlimited.
+  int64_t cpu_free_milli() const {
+    if (cpu_allocatable_milli <= 0) return std::numeric_limits<int64_t>::max();
+    return std::max<int64_t>(0, cpu_allocatable_milli - cpu_requested_milli);
+  }
+  int64_t memory_free_bytes() const {
+    if (memory_allocatable_bytes <= 0) return std::numeric_limits<int64_t>::max();
+    return std::max<int64_t>(0, memory_allocatable_bytes - memory_requested_bytes);
+  }
+  friend bool operator==(const HostResources&, const HostResources&) = default;
+};
 
 struct Occupant {
   std::string pod_uid;
@@ -38,6 +60,8 @@ struct Occupant {
   bool reserved = false;  // a bind is in flight; not yet seen bound through the API
   bool observed = false;  // known from the node agent's gputopo.io/observed-gpus
   std::string recorded;   // gputopo.io/assigned-gpus where it differs from the observed GPUs
+  int64_t cpu_milli = 0;  // the pod's cpu and memory requests (on each of its GPUs' entries)
+  int64_t memory_bytes = 0;
 };
 
 struct GpuOccupancy {
@@ -53,6 +77,8 @@ struct UnplacedPod {
   int slots = 0;
   std::string reason;  // why its GPUs are unknown
   int32_t priority = 0;
+  int64_t cpu_milli = 0;
+  int64_t memory_bytes = 0;
 };
 
 // A pod's hold on this node, the input NodeState is built from.
@@ -68,17 +94,23 @@ struct PodPlacement {
   std::vector<std::string> assigned;  // the GPUs it holds (labels); empty: not known
   bool observed = false;              // `assigned` is the node agent's observed-gpus
   std::vector<std::string> recorded;  // assigned-gpus, when they differ from observed-gpus
+  int64_t cpu_milli = 0;              // cpu and memory requests
+  int64_t memory_bytes = 0;
 };
 
 class NodeState {
  public:
   // `version` must differ from that of every other NodeState of this node.
+  // `host`: the node's allocatable CPU and memory and the requests of every pod bound to it
+  // (those in `pods` included).
   static NodeState Build(std::string name, Result<topology::ResolvedTopology> topology,
-                         const std::vector<PodPlacement>& pods, uint64_t version);
+                         const std::vector<PodPlacement>& pods, uint64_t version,
+                         HostResources host = {},
+                         std::shared_ptr<const ObservedWorkload> workload = nullptr);
 
   // This node as it would be without the pods whose uids are listed (the others' placements
-  // unchanged): what preemption asks. The result carries `version`, which must be one no cache
-  // has seen (0 for a state that is only evaluated, never published).
+  // unchanged, their CPU and memory freed): what preemption asks. The result carries `version`,
+  // which must be one no cache has seen (0 for a state that is only evaluated, never published).
   NodeState Without(const std::vector<std::string_view>& pod_uids, uint64_t version) const;
 
   const std::string& name() const { return name_; }
@@ -91,6 +123,9 @@ class NodeState {
   // Why the topology could not be resolved; empty when it was.
   const std::string& topology_error() const { return topology_error_; }
 
+  const HostResources& host() const { return host_; }
+  // The cluster's learned workload mix when this state was built; null before one is learned.
+  const std::shared_ptr<const ObservedWorkload>& observed_workload() const { return workload_; }
   int gpu_count() const { return static_cast<int>(gpus_.size()); }
   int replicas() const { return topology_.replicas_per_gpu; }
   int total_slots() const { return topology_.total_slots; }
@@ -116,7 +151,9 @@ class NodeState {
   const GroupFilter& group_filter() const { return group_filter_; }
 
   // Bytes that identify everything placement depends on apart from the pod's group: the shape,
-  // replicas, slot totals and each GPU's use. Equal signatures evaluate equally.
+  // replicas, slot totals, each GPU's use, free CPU and memory where the node says, and the
+  // learned workload's version.
+  // Equal signatures evaluate equally.
   const std::string& signature() const { return signature_; }
 
   // The label gputopo writes for GPU `index` in gputopo.io/assigned-gpus: its UUID, or the index.
@@ -133,6 +170,8 @@ class NodeState {
   uint64_t version_ = 0;
   topology::ResolvedTopology topology_;
   std::string topology_error_;
+  HostResources host_;
+  std::shared_ptr<const ObservedWorkload> workload_;
   std::vector<GpuOccupancy> gpus_;
   std::vector<UnplacedPod> unplaced_;
   int unplaced_slots_ = 0;

@@ -54,23 +54,67 @@ Result<int64_t> WholeQuantity(value v) {
   return n;
 }
 
-// a + b for counts that are never negative, saturating at INT64_MAX (kGpuRequestOverflow)
-// instead of wrapping: a wrapped sum could come out as 0 and the pod would need no GPU.
-int64_t SaturatingAdd(int64_t a, int64_t b) {
-  return a > kGpuRequestOverflow - b ? kGpuRequestOverflow : a + b;
+// A quantity in thousandths (CPU in millicores, memory in thousandths of a byte): a JSON string,
+// tolerated as a number of units. Negative amounts are rejected.
+Result<int64_t> MilliQuantity(value v) {
+  Result<int64_t> n = InvalidArgument("quantity is neither a string nor a number");
+  if (v.type() == json_type::number) {
+    Result<int64_t> units = WholeJsonNumber(v);
+    if (!units.ok()) return units.status();
+    n = *units * 1000;
+  } else {
+    n = ParseQuantityMilli(v.get_string());
+  }
+  if (n.ok() && *n < 0) return InvalidArgument("quantity is negative");
+  return n;
 }
 
-struct ContainerGpus {
+// What one container asks for.
+struct ContainerRequests {
   int64_t gpus = 0;
+  int64_t cpu_milli = 0;
+  int64_t memory_bytes = 0;
   bool sidecar = false;  // an init container with restartPolicy: Always
 };
 
-// nvidia.com/gpu of one container: requests, else limits (the API server defaults extended
-// resource requests to their limits).
-Result<ContainerGpus> DecodeContainer(value container) {
-  ContainerGpus out;
-  int64_t requests = -1;
-  int64_t limits = -1;
+// One resource list entry's amount, in the unit ContainerRequests keeps it.
+struct ResourceAmounts {
+  int64_t gpus = -1;  // -1: not listed
+  int64_t cpu_milli = -1;
+  int64_t memory_bytes = -1;
+};
+
+Status DecodeResourceList(value list, std::string_view kind, ResourceAmounts& out) {
+  for (auto quantity : list.get_object()) {
+    const std::string_view name = quantity.unescaped_key();
+    if (name == kGpuResource) {
+      Result<int64_t> parsed = WholeQuantity(quantity.value());
+      if (!parsed.ok()) {
+        return parsed.status().WithContext(std::string(kind) + "[" + std::string(name) + "]");
+      }
+      out.gpus = *parsed;
+    } else if (name == "cpu" || name == "memory") {
+      Result<int64_t> parsed = MilliQuantity(quantity.value());
+      if (!parsed.ok()) {
+        return parsed.status().WithContext(std::string(kind) + "[" + std::string(name) + "]");
+      }
+      if (name == "cpu") {
+        out.cpu_milli = *parsed;
+      } else {
+        out.memory_bytes = *parsed / 1000 + (*parsed % 1000 != 0 ? 1 : 0);  // whole bytes, up
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// One container's requests. The API server defaults each request to its limit when only the
+// limit is set; reading the limit where a request is missing gives the same answer for objects
+// that did not pass through it (snapshot files, tests).
+Result<ContainerRequests> DecodeContainer(value container) {
+  ContainerRequests out;
+  ResourceAmounts requests;
+  ResourceAmounts limits;
   for (auto field : container.get_object()) {
     const std::string_view key = field.unescaped_key();
     if (key == "restartPolicy") {
@@ -83,49 +127,57 @@ Result<ContainerGpus> DecodeContainer(value container) {
         if (kind_key != "requests" && kind_key != "limits") continue;
         value list = kind.value();
         if (list.type() == json_type::null) continue;
-        for (auto quantity : list.get_object()) {
-          if (quantity.unescaped_key().value() != kGpuResource) continue;
-          Result<int64_t> parsed = WholeQuantity(quantity.value());
-          if (!parsed.ok()) {
-            return parsed.status().WithContext(std::string(kind_key) + "[" +
-                                               std::string(kGpuResource) + "]");
-          }
-          (kind_key == "requests" ? requests : limits) = *parsed;
+        if (Status s =
+                DecodeResourceList(list, kind_key, kind_key == "requests" ? requests : limits);
+            !s.ok()) {
+          return s;
         }
       }
     }
   }
-  out.gpus = requests >= 0 ? requests : std::max<int64_t>(limits, 0);
+  auto pick = [](int64_t request, int64_t limit) {
+    return request >= 0 ? request : std::max<int64_t>(limit, 0);
+  };
+  out.gpus = pick(requests.gpus, limits.gpus);
+  out.cpu_milli = pick(requests.cpu_milli, limits.cpu_milli);
+  out.memory_bytes = pick(requests.memory_bytes, limits.memory_bytes);
   return out;
 }
 
-Result<std::vector<ContainerGpus>> DecodeContainers(value list) {
-  std::vector<ContainerGpus> out;
+Result<std::vector<ContainerRequests>> DecodeContainers(value list) {
+  std::vector<ContainerRequests> out;
   if (list.type() == json_type::null) return out;
   for (auto container : list.get_array()) {
-    Result<ContainerGpus> c = DecodeContainer(container.value());
+    Result<ContainerRequests> c = DecodeContainer(container.value());
     if (!c.ok()) return c.status();
     out.push_back(*c);
   }
   return out;
 }
 
-// kube-scheduler's effective request: regular containers plus sidecars run together; each
-// plain init container runs alone with the sidecars started before it. Every addend is
-// 0..kMaxQuantityUnits; a total beyond int64_t is kGpuRequestOverflow, which RequirementsOf
-// rejects like any other request above its limit.
-int64_t EffectiveRequest(const std::vector<ContainerGpus>& containers,
-                         const std::vector<ContainerGpus>& init) {
+// a + b for amounts that are never negative, saturating at INT64_MAX (kGpuRequestOverflow)
+// instead of wrapping: a wrapped sum could come out as 0 and the pod would need nothing.
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  return a > kGpuRequestOverflow - b ? kGpuRequestOverflow : a + b;
+}
+
+// kube-scheduler's effective request of one resource: regular containers plus sidecars run
+// together; each plain init container runs alone with the sidecars started before it. A total
+// beyond int64_t saturates at kGpuRequestOverflow, which RequirementsOf rejects like any other
+// request above its limit.
+int64_t EffectiveRequest(const std::vector<ContainerRequests>& containers,
+                         const std::vector<ContainerRequests>& init,
+                         int64_t ContainerRequests::*amount) {
   int64_t sum = 0;
-  for (const ContainerGpus& c : containers) sum = SaturatingAdd(sum, c.gpus);
+  for (const ContainerRequests& c : containers) sum = SaturatingAdd(sum, c.*amount);
   int64_t sidecars = 0;
   int64_t init_peak = 0;
-  for (const ContainerGpus& c : init) {
+  for (const ContainerRequests& c : init) {
     if (c.sidecar) {
-      sidecars = SaturatingAdd(sidecars, c.gpus);
+      sidecars = SaturatingAdd(sidecars, c.*amount);
       init_peak = std::max(init_peak, sidecars);
     } else {
-      init_peak = std::max(init_peak, SaturatingAdd(sidecars, c.gpus));
+      init_peak = std::max(init_peak, SaturatingAdd(sidecars, c.*amount));
     }
   }
   return std::max(SaturatingAdd(sum, sidecars), init_peak);
@@ -209,8 +261,9 @@ bool KeyEquals(std::string_view key, std::string_view expected) {
 
 Result<PodInfo> DecodePodValue(value pod_value) {
   PodInfo pod;
-  std::vector<ContainerGpus> containers;
-  std::vector<ContainerGpus> init;
+  std::vector<ContainerRequests> containers;
+  std::vector<ContainerRequests> init;
+  ResourceAmounts overhead;
   if (pod_value.type() != json_type::object) return InvalidArgument("Pod is not a JSON object");
   for (auto field : pod_value.get_object()) {
     const std::string_view key = field.unescaped_key();
@@ -232,10 +285,15 @@ Result<PodInfo> DecodePodValue(value pod_value) {
           }
           pod.priority = static_cast<int32_t>(number);
         } else if (spec_key == "containers" || spec_key == "initContainers") {
-          Result<std::vector<ContainerGpus>> list = DecodeContainers(spec_field.value());
+          Result<std::vector<ContainerRequests>> list = DecodeContainers(spec_field.value());
           if (!list.ok())
             return list.status().WithContext(std::string("spec.") + std::string(spec_key));
           (spec_key == "containers" ? containers : init) = std::move(list).value();
+        } else if (spec_key == "overhead") {
+          // RuntimeClass overhead, which kube-scheduler adds to the pod's requests.
+          value list = spec_field.value();
+          if (list.type() == json_type::null) continue;
+          if (Status s = DecodeResourceList(list, "spec.overhead", overhead); !s.ok()) return s;
         }
       }
     } else if (key == "status") {
@@ -270,7 +328,13 @@ Result<PodInfo> DecodePodValue(value pod_value) {
   }
   if (pod.name.empty()) return InvalidArgument("Pod has no metadata.name");
   if (pod.namespace_name.empty()) pod.namespace_name = "default";
-  pod.gpu_request = EffectiveRequest(containers, init);
+  pod.gpu_request = EffectiveRequest(containers, init, &ContainerRequests::gpus);
+  pod.cpu_request_milli =
+      SaturatingAdd(EffectiveRequest(containers, init, &ContainerRequests::cpu_milli),
+                    std::max<int64_t>(overhead.cpu_milli, 0));
+  pod.memory_request_bytes =
+      SaturatingAdd(EffectiveRequest(containers, init, &ContainerRequests::memory_bytes),
+                    std::max<int64_t>(overhead.memory_bytes, 0));
   return pod;
 }
 
@@ -324,12 +388,13 @@ Result<NodeInfo> DecodeNodeValue(value node_value) {
         if (status_field.unescaped_key().value() != "allocatable") continue;
         value allocatable = status_field.value();
         if (allocatable.type() == json_type::null) continue;
-        for (auto quantity : allocatable.get_object()) {
-          if (quantity.unescaped_key().value() != kGpuResource) continue;
-          Result<int64_t> parsed = WholeQuantity(quantity.value());
-          if (!parsed.ok()) return parsed.status().WithContext("status.allocatable");
-          node.allocatable_gpus = *parsed;
+        ResourceAmounts amounts;
+        if (Status s = DecodeResourceList(allocatable, "status.allocatable", amounts); !s.ok()) {
+          return s;
         }
+        node.allocatable_gpus = std::max<int64_t>(amounts.gpus, 0);
+        node.allocatable_cpu_milli = std::max<int64_t>(amounts.cpu_milli, 0);
+        node.allocatable_memory_bytes = std::max<int64_t>(amounts.memory_bytes, 0);
       }
     }
   }

@@ -47,7 +47,13 @@ json EncodeNode(const NodeInfo& node) {
       annotations["gputopo.io/topology-error"] = node.annotation_topology->status().message();
     }
   }
-  const std::string gpus = std::to_string(node.allocatable_gpus);
+  json allocatable = {{std::string(kGpuResource), std::to_string(node.allocatable_gpus)}};
+  if (node.allocatable_cpu_milli > 0) {
+    allocatable["cpu"] = std::to_string(node.allocatable_cpu_milli) + "m";
+  }
+  if (node.allocatable_memory_bytes > 0) {
+    allocatable["memory"] = std::to_string(node.allocatable_memory_bytes);
+  }
   return {{"apiVersion", "v1"},
           {"kind", "Node"},
           {"metadata",
@@ -55,9 +61,7 @@ json EncodeNode(const NodeInfo& node) {
             {"resourceVersion", node.resource_version},
             {"labels", labels},
             {"annotations", annotations}}},
-          {"status",
-           {{"capacity", {{std::string(kGpuResource), gpus}}},
-            {"allocatable", {{std::string(kGpuResource), gpus}}}}}};
+          {"status", {{"capacity", allocatable}, {"allocatable", allocatable}}}};
 }
 
 json EncodePod(const PodInfo& pod) {
@@ -71,10 +75,15 @@ json EncodePod(const PodInfo& pod) {
     owners.push_back(
         {{"kind", o.kind}, {"name", o.name}, {"uid", o.uid}, {"controller", o.controller}});
   }
-  const std::string gpus = std::to_string(pod.gpu_request);
-  const json requests = {{std::string(kGpuResource), gpus}};
-  const json container = {{"name", "gpu"},
-                          {"resources", {{"requests", requests}, {"limits", requests}}}};
+  json requests = json::object();
+  if (pod.gpu_request > 0) requests[std::string(kGpuResource)] = std::to_string(pod.gpu_request);
+  json limits = requests;
+  if (pod.cpu_request_milli > 0) requests["cpu"] = std::to_string(pod.cpu_request_milli) + "m";
+  if (pod.memory_request_bytes > 0) {
+    requests["memory"] = std::to_string(pod.memory_request_bytes);
+  }
+  const json container = {{"name", pod.gpu_request > 0 ? "gpu" : "main"},
+                          {"resources", {{"requests", requests}, {"limits", limits}}}};
   json spec = {{"containers", json::array({container})}};
   if (!pod.node_name.empty()) spec["nodeName"] = pod.node_name;
   if (pod.priority != 0) spec["priority"] = pod.priority;

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "src/codec/quantity.h"
+
 namespace gputopo::codec {
 namespace {
 
@@ -61,8 +63,24 @@ Result<policies::PresetSpec> ParsePresetDocument(std::string_view text) {
             (w["milli"].is_number_unsigned() && w["milli"].get<uint64_t>() > 1000)) {
           return Bad(where + ".workload entries need gpus in 1..64 and milli in 1..1000");
         }
-        component.args.workload.push_back(
-            {static_cast<int>(gpus), static_cast<int>(milli), w["weight"].get<double>()});
+        policies::WorkloadClass cls{static_cast<int>(gpus), static_cast<int>(milli),
+                                    w["weight"].get<double>()};
+        // Optional: what a pod of the class takes of the node besides GPUs, as quantities.
+        for (const auto& [key, field] :
+             {std::pair{"cpu", &cls.cpu_milli}, std::pair{"memory", &cls.memory_bytes}}) {
+          auto it = w.find(key);
+          if (it == w.end() || it->is_null()) continue;
+          if (!it->is_string()) {
+            return Bad(where + ".workload " + key + " must be a quantity string");
+          }
+          Result<int64_t> milli_units = ParseQuantityMilli(it->get<std::string>());
+          if (!milli_units.ok() || *milli_units < 0) {
+            return Bad(where + ".workload " + key +
+                       " is not a quantity: " + it->get<std::string>().substr(0, 64));
+          }
+          *field = std::string_view(key) == "cpu" ? *milli_units : *milli_units / 1000;
+        }
+        component.args.workload.push_back(cls);
       }
     }
     spec.components.push_back(std::move(component));

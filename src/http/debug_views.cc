@@ -69,6 +69,16 @@ ordered_json NodeSummary(const policies::NodeState& node) {
   j["gpuSlotsUsed"] = used;
   j["gpuGroups"] = groups;
   if (node.unhealthy_gpus() != 0) j["unhealthyGpus"] = topology::ToIndices(node.unhealthy_gpus());
+  // CPU and memory besides the GPUs (every bound pod's requests), where the node says them.
+  const policies::HostResources& host = node.host();
+  if (host.cpu_allocatable_milli > 0) {
+    j["cpuMilli"] = {{"allocatable", host.cpu_allocatable_milli},
+                     {"requested", host.cpu_requested_milli}};
+  }
+  if (host.memory_allocatable_bytes > 0) {
+    j["memoryBytes"] = {{"allocatable", host.memory_allocatable_bytes},
+                        {"requested", host.memory_requested_bytes}};
+  }
   return j;
 }
 
@@ -377,7 +387,8 @@ std::string RenderPod(const std::string& pod_key, const service::PodHistory& his
 }
 
 std::string RenderIndex(const cluster::ClusterCounts& counts, const std::string& default_preset,
-                        const std::vector<std::string>& presets) {
+                        const std::vector<std::string>& presets,
+                        const policies::ObservedWorkload* workload, uint64_t observed) {
   ordered_json j;
   j["nodes"] = counts.nodes;
   j["gpuPods"] = counts.pods;
@@ -385,6 +396,21 @@ std::string RenderIndex(const cluster::ClusterCounts& counts, const std::string&
   j["bindsInFlight"] = counts.reservations;
   j["defaultPreset"] = default_preset;
   j["presets"] = presets;
+  j["hostPods"] = counts.host_pods;
+  // The learned pod mix fragmentation measures against (presets that pin no workload).
+  ordered_json mix = ordered_json::array();
+  if (workload != nullptr) {
+    for (const policies::WorkloadClass& c : workload->classes) {
+      mix.push_back({{"gpus", c.gpus},
+                     {"milli", c.milli},
+                     {"cpuMilli", c.cpu_milli},
+                     {"memoryBytes", c.memory_bytes},
+                     {"weight", std::round(c.weight * 10000.0) / 10000.0}});
+    }
+  }
+  j["learnedWorkload"] = {{"version", workload == nullptr ? 0 : workload->version},
+                          {"podsSeen", observed},
+                          {"classes", mix}};
   j["endpoints"] = {"/debug/decisions", "/debug/pods/<namespace>/<name>", "/debug/nodes",
                     "/debug/nodes/<name>", "/debug/snapshot"};
   return Dump(j);

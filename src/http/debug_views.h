@@ -31,8 +31,11 @@ std::string RenderDecisions(const std::vector<service::DecisionRecord>& records)
 std::string RenderPod(const std::string& pod_key, const service::PodHistory& history,
                       size_t max_nodes, const PodInfo* current = nullptr);
 // /debug: an index of the endpoints and a few counts.
+// `workload`: the learned mix (null before one is learned), from `observed` GPU pods.
 std::string RenderIndex(const cluster::ClusterCounts& counts, const std::string& default_preset,
-                        const std::vector<std::string>& presets);
+                        const std::vector<std::string>& presets,
+                        const policies::ObservedWorkload* workload = nullptr,
+                        uint64_t observed = 0);
 
 }  // namespace gputopo::http
 

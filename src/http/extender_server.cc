@@ -361,8 +361,9 @@ Route ExtenderServer::Impl::Routes(std::string_view method, std::string_view pat
 void ExtenderServer::Impl::HandleDebug(const HttpRequest& req, HttpResponse& res) {
   const std::string_view path = req.path;
   if (path == "/debug") {
+    const auto [workload, observed] = deps.context.state.Workload();
     return SetJson(res, RenderIndex(deps.context.state.Counts(), deps.context.default_preset,
-                                    deps.context.presets.Names()));
+                                    deps.context.presets.Names(), workload.get(), observed));
   }
   if (path == "/debug/decisions") {
     deps.recorder.Flush();

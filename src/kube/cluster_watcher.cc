@@ -108,7 +108,10 @@ Result<std::string> ClusterWatcher::List(Kind& kind) {
           spdlog::warn("list pods: skipping an object: {}", pod.status().message());
           continue;
         }
-        if (pod->gpu_request > 0) pods.push_back(std::move(pod).value());
+        // GPU pods, and bound pods for the CPU and memory they take.
+        if (pod->gpu_request > 0 || !pod->node_name.empty()) {
+          pods.push_back(std::move(pod).value());
+        }
       }
     }
   } while (!continue_token.empty() && !stop_);
@@ -166,7 +169,7 @@ bool ClusterWatcher::Apply(Kind& kind, Decoders& decoders, std::string_view line
   if (event->type == WatchEventType::kDeleted) {
     state_.RemovePod(pod->uid);
   } else {
-    // Drops pods without GPUs, and finished ones.
+    // Keeps GPU-less pods as their CPU and memory only; drops finished ones.
     if (state_.UpsertPod(*pod) && on_gpu_mismatch_) on_gpu_mismatch_(*pod);
   }
   return true;

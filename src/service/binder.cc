@@ -47,6 +47,7 @@ Status Binder::BindOnce(const extender::BindingArgs& args, BindRecord& record) c
   record.pod_uid = pod.uid;
   Result<policies::PodRequirements> requirements = policies::RequirementsOf(pod);
   if (!requirements.ok()) return requirements.status();
+  if (requirements->gpus <= 0) return BindGpuLess(pod, args, record);
   Result<std::shared_ptr<const policies::Preset>> preset = context_.PresetFor(*requirements);
   if (!preset.ok()) return preset.status();
 
@@ -131,6 +132,26 @@ Status Binder::BindOnce(const extender::BindingArgs& args, BindRecord& record) c
     record.event_dropped = !events_->Submit(ref, "GPUsAssigned", std::move(message));
   }
   return Status::Ok();
+}
+
+Status Binder::BindGpuLess(const PodInfo& pod, const extender::BindingArgs& args,
+                           BindRecord& record) const {
+  // In all-pod mode (manifests/variants/all-pods) every pod's bind comes here. A pod without
+  // GPUs holds nothing of gputopo's: bind it as kube-scheduler would, on any node, with no
+  // annotation. Its CPU and memory reach the cluster state through the watch.
+  record.placement = "no GPU";
+  const PodRef ref{pod.namespace_name, pod.name, pod.uid};
+  Status bound = kube_.BindPod(ref, pod.resource_version, args.node, {});
+  if (!bound.ok() && (Ambiguous(bound) || bound.code() == StatusCode::kConflict)) {
+    // A timed-out Binding may have landed, and a 409 may be that one: ask where the pod is.
+    Result<PodInfo> now = kube_.GetPod(pod.namespace_name, pod.name);
+    if (now.ok() && now->uid == pod.uid && now->node_name == args.node) return Status::Ok();
+    if (now.ok() && now->uid == pod.uid && now->node_name.empty() &&
+        bound.code() == StatusCode::kConflict && !now->deletion_requested) {
+      bound = kube_.BindPod(ref, now->resource_version, args.node, {});
+    }
+  }
+  return bound.ok() ? bound : bound.WithContext("creating the Binding");
 }
 
 Status Binder::Bind(const extender::BindingArgs& args) const {

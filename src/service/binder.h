@@ -38,6 +38,9 @@ class Binder {
   // The pod to bind: from the cache, else the copy a recent filter carried, else the API.
   Result<PodInfo> FindPod(const extender::BindingArgs& args) const;
   Status BindOnce(const extender::BindingArgs& args, BindRecord& record) const;
+  // BindOnce for a pod that requests no GPU (all-pod mode): a plain Binding.
+  Status BindGpuLess(const PodInfo& pod, const extender::BindingArgs& args,
+                     BindRecord& record) const;
 
   const SchedulingContext& context_;
   KubeApi& kube_;

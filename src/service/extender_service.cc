@@ -57,9 +57,17 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(
         if (positions[i] == policies::ClusterSnapshot::kNotFound) {
           if (unknown == nullptr) {
             policies::NodeEvaluation e;
-            e.verdict = policies::Verdict::kUnschedulable;
-            e.reason = std::string(kUnknownNodeReason);
-            e.detail = "no Node object with this name in gputopo's cache";
+            if (requirements->gpus <= 0) {
+              // A node without GPUs (gputopo keeps only GPU nodes) is where a GPU-less pod
+              // strands nothing: it fits, with the top score.
+              e.verdict = policies::Verdict::kFits;
+              e.detail = "pod requests no GPU; node without GPUs known to gputopo";
+              e.weighted_score = policies::kMaxComponentScore;
+            } else {
+              e.verdict = policies::Verdict::kUnschedulable;
+              e.reason = std::string(kUnknownNodeReason);
+              e.detail = "no Node object with this name in gputopo's cache";
+            }
             unknown = std::make_shared<const policies::NodeEvaluation>(std::move(e));
             record->lease.Hold(unknown);
           }
@@ -67,7 +75,11 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(
               CycleRecord::kUnknownNode | static_cast<uint32_t>(record->unknown_nodes.size());
           record->unknown_nodes.emplace_back(args.node_names[i]);
           ref.evaluation = policies::EvaluationRef::To(*unknown);
-          ++record->failed;
+          if (unknown->fits()) {
+            ++record->passed;
+          } else {
+            ++record->failed;
+          }
           continue;
         }
         ref.node = static_cast<uint32_t>(positions[i]);

@@ -1178,6 +1178,144 @@ TEST_F(ClusterStateTest, NodeWithUnknownProfileHasNoTopology) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// CPU and memory besides the GPUs
+
+constexpr int64_t kGiB = int64_t{1} << 30;
+
+NodeInfo HostNode(const std::string& name) {
+  return MakeNode()
+      .Name(name)
+      .Topology(HgxH100())
+      .Allocatable(kGpus)
+      .Host(/*cpu_milli=*/64000, /*memory_bytes=*/512 * kGiB)
+      .Obj();
+}
+
+PodInfo CpuPod(const std::string& name, const std::string& node, int64_t cpu_milli,
+               int64_t memory_bytes) {
+  return MakePod()
+      .Name(name)
+      .OwnedByDeployment("cpu")
+      .OnNode(node)
+      .Phase(PodPhase::kRunning)
+      .Requests(cpu_milli, memory_bytes)
+      .Obj();
+}
+
+TEST_F(ClusterStateTest, EveryBoundPodsCpuAndMemoryCountOnItsNode) {
+  cluster_.Add(HostNode("h1"));
+  cluster_.Add(CpuPod("cpu-1", "h1", 10000, 20 * kGiB));
+  PodInfo gpu = BoundPod("web-1", "h1", "GPU-h100-0");
+  gpu.cpu_request_milli = 8000;
+  gpu.memory_request_bytes = 64 * kGiB;
+  cluster_.Add(gpu);
+  const HostResources& host = Node("h1")->host();
+  EXPECT_EQ(host.cpu_allocatable_milli, 64000);
+  EXPECT_EQ(host.cpu_requested_milli, 18000);
+  EXPECT_EQ(host.memory_requested_bytes, 84 * kGiB);
+  EXPECT_EQ(host.cpu_free_milli(), 46000);
+  EXPECT_EQ(host.memory_free_bytes(), 428 * kGiB);
+  EXPECT_EQ(state().Counts().host_pods, 1u);
+  EXPECT_EQ(state().Counts().pods, 1u);  // the GPU pod alone is kept whole
+}
+
+TEST_F(ClusterStateTest, GpuLessPodsFreeTheirCpuWhenTheyGoOrFinish) {
+  cluster_.Add(HostNode("h1"));
+  cluster_.Add(HostNode("h2"));
+  const PodInfo a = CpuPod("cpu-a", "h1", 10000, kGiB);
+  const PodInfo b = CpuPod("cpu-b", "h1", 5000, kGiB);
+  cluster_.Add(a);
+  cluster_.Add(b);
+  cluster_.Add(a);  // the same pod again counts once
+  EXPECT_EQ(Node("h1")->host().cpu_requested_milli, 15000);
+  state().RemovePod(a.uid);
+  EXPECT_EQ(Node("h1")->host().cpu_requested_milli, 5000);
+  PodInfo done = b;
+  done.phase = PodPhase::kSucceeded;
+  cluster_.Add(done);
+  EXPECT_EQ(Node("h1")->host().cpu_requested_milli, 0);
+  EXPECT_EQ(Node("h1")->host().memory_requested_bytes, 0);
+  EXPECT_EQ(state().Counts().host_pods, 0u);
+  // A fresh list without a pod forgets it too.
+  cluster_.Add(CpuPod("cpu-c", "h2", 3000, kGiB));
+  EXPECT_EQ(Node("h2")->host().cpu_requested_milli, 3000);
+  state().ReplacePods({});
+  EXPECT_EQ(Node("h2")->host().cpu_requested_milli, 0);
+}
+
+TEST_F(ClusterStateTest, PendingGpuLessPodsTakeNothing) {
+  cluster_.Add(HostNode("h1"));
+  PodInfo pending = CpuPod("cpu-1", "", 10000, kGiB);
+  pending.node_name.clear();
+  pending.phase = PodPhase::kPending;
+  cluster_.Add(pending);
+  EXPECT_EQ(Node("h1")->host().cpu_requested_milli, 0);
+  EXPECT_EQ(state().Counts().host_pods, 0u);
+}
+
+TEST_F(ClusterStateTest, HostPodsOnANodeSeenLaterCountOnceItArrives) {
+  // The pod watch may deliver a pod before the node watch delivers its node.
+  cluster_.Add(CpuPod("cpu-1", "late", 7000, kGiB));
+  cluster_.Add(HostNode("late"));
+  EXPECT_EQ(Node("late")->host().cpu_requested_milli, 7000);
+}
+
+TEST_F(ClusterStateTest, FreeCpuIsPartOfTheSignatureWhereTheNodeSaysIt) {
+  cluster_.Add(HostNode("h1"));
+  cluster_.Add(HostNode("h2"));
+  EXPECT_EQ(Node("h1")->signature(), Node("h2")->signature());
+  cluster_.Add(CpuPod("cpu-1", "h2", 1000, 0));
+  EXPECT_NE(Node("h1")->signature(), Node("h2")->signature());
+}
+
+TEST_F(ClusterStateTest, WithoutFreesTheVictimsCpuAndMemoryOnce) {
+  cluster_.Add(HostNode("h1"));
+  PodInfo gpu = BoundPod("web-1", "h1", "GPU-h100-0,GPU-h100-1", /*gpus=*/2);
+  gpu.cpu_request_milli = 8000;
+  gpu.memory_request_bytes = 64 * kGiB;
+  cluster_.Add(gpu);
+  cluster_.Add(CpuPod("cpu-1", "h1", 1000, kGiB));
+  const NodeState without = Node("h1")->Without({gpu.uid}, 0);
+  EXPECT_EQ(without.host().cpu_requested_milli, 1000);
+  EXPECT_EQ(without.host().memory_requested_bytes, kGiB);
+}
+
+TEST(ClusterStateLearningTest, TheLearnedMixReachesEveryNodeState) {
+  topology::ShapeInterner interner;
+  topology::ProfileCatalog profiles(interner);
+  topology::TopologyResolver resolver(profiles, interner);
+  cluster::WorkloadLearnerOptions options;
+  options.min_check_every = 3;
+  options.max_check_every = 3;
+  ClusterState state(resolver, nullptr, options);
+  state.UpsertNode(HostNode("h1"));
+  state.UpsertNode(HostNode("h2"));
+  EXPECT_EQ(state.Snapshot()->FindShared("h1")->observed_workload(), nullptr);
+  for (int i = 0; i < 3; ++i) {
+    state.UpsertPod(MakePod()
+                        .Name("train-" + std::to_string(i))
+                        .Gpus(4)
+                        .Requests(16000, 128 * kGiB)
+                        .OwnedByDeployment("train")
+                        .Obj());
+  }
+  const auto [mix, seen] = state.Workload();
+  EXPECT_EQ(seen, 3u);
+  ASSERT_NE(mix, nullptr);
+  ASSERT_EQ(mix->classes.size(), 1u);
+  EXPECT_EQ(mix->classes[0].gpus, 4);
+  EXPECT_EQ(mix->classes[0].cpu_milli, 16000);
+  // Both nodes were rebuilt with it, the one no pod touched too.
+  for (const char* name : {"h1", "h2"}) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(state.Snapshot()->FindShared(name)->observed_workload(), mix);
+  }
+  // A pod seen again is not counted again.
+  state.UpsertPod(MakePod().Name("train-0").Gpus(4).OwnedByDeployment("train").Obj());
+  EXPECT_EQ(state.Workload().second, 3u);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Concurrency
 
 TEST_F(ClusterStateTest, ConcurrentOptimisticReservesNeverShareAGpu) {

@@ -3,6 +3,7 @@
 
 #include "policies/fragmentation/fragmentation.h"
 #include "policies/locality/locality.h"
+#include "policies/packing/packing.h"
 #include "policies/replica_spread/replica_spread.h"
 #include "policies/slot_balance/slot_balance.h"
 #include "test/support/builders.h"
@@ -15,6 +16,7 @@ namespace {
 using testing::MakeNode;
 using testing::MakePod;
 using topology::Bit;
+using topology::GpuMask;
 
 TEST(ReplicaSpreadScoreTest, Table) {
   struct Case {
@@ -122,6 +124,163 @@ TEST(FragmentMilliTest, Table) {
   EXPECT_DOUBLE_EQ(FragmentMilli(together, {2, 1000, 1}), 0);
   // Weighted mean: (1 * 250 + 3 * 750) / 4 = 625.
   EXPECT_DOUBLE_EQ(ExpectedFragmentMilli(one_domain, {{1, 500, 1}, {1, 1000, 3}}), 625);
+}
+
+TEST(FragmentMilliTest, AClassWithoutItsCpuOrMemoryOnTheNodeStrandsEverything) {
+  FreeView view = View({1000, 500}, {1, 1}, 2, {0x3});
+  view.cpu_free = 8000;
+  view.memory_free = int64_t{64} << 30;
+  WorkloadClass half{1, 500, 1};
+  EXPECT_DOUBLE_EQ(FragmentMilli(view, half), 0);  // asks no CPU: both GPUs usable
+  half.cpu_milli = 8000;
+  EXPECT_DOUBLE_EQ(FragmentMilli(view, half), 0);  // exactly the CPU left
+  half.cpu_milli = 8001;
+  EXPECT_DOUBLE_EQ(FragmentMilli(view, half), 1500);  // one millicore short: all stranded
+  half.cpu_milli = 0;
+  half.memory_bytes = (int64_t{64} << 30) + 1;
+  EXPECT_DOUBLE_EQ(FragmentMilli(view, half), 1500);
+  // A class with milli 0 (learned: the node's default share) takes 1000 / replicas.
+  view.default_share = 250;
+  EXPECT_DOUBLE_EQ(FragmentMilli(view, {1, 0, 1}), 0);
+  view.default_share = 1000;
+  EXPECT_DOUBLE_EQ(FragmentMilli(view, {1, 0, 1}), 500);
+}
+
+// A node of 8 GPUs (NVLink pairs, 2 time-slice replicas each) and 16 cores, `cpu_used` of them
+// taken by a GPU-less pod.
+testing::TestCluster& HostCluster(testing::TestCluster& cluster, const std::string& name,
+                                  int64_t cpu_used) {
+  cluster.Add(MakeNode()
+                  .Name(name)
+                  .Profile("pairs")
+                  .Replicas(2)
+                  .Allocatable(16)
+                  .Host(16000, int64_t{256} << 30)
+                  .Obj());
+  if (cpu_used > 0) {
+    cluster.Add(MakePod()
+                    .Name("cpu-on-" + name)
+                    .OnNode(name)
+                    .Phase(PodPhase::kRunning)
+                    .Requests(cpu_used, 0)
+                    .Obj());
+  }
+  return cluster;
+}
+
+TEST(FragmentationComponentTest, AGpuLessPodIsSteeredToWhereItsCpuStrandsNothing) {
+  testing::TestCluster cluster;
+  HostCluster(cluster, "roomy", 0);
+  HostCluster(cluster, "tight", 8000);
+  // Pods to come: one GPU and 8 cores each.
+  WorkloadClass cls{1, 1000, 1};
+  cls.cpu_milli = 8000;
+  const Fragmentation frag({cls});
+  const PodRequirements cpu_pod = *RequirementsOf(MakePod().Name("cpu").Requests(4000, 0).Obj());
+  // On "tight", 4 more cores leave 4 free: no GPU pod of the class fits there any more, and
+  // all 8 free GPUs are stranded. On "roomy" 12 cores stay free: nothing is stranded.
+  const PlacementContext tight = MakePlacementContext(cpu_pod, *cluster.Node("tight"));
+  const PlacementContext roomy = MakePlacementContext(cpu_pod, *cluster.Node("roomy"));
+  EXPECT_DOUBLE_EQ(frag.Score(roomy, 0), FragmentationScore(0));
+  EXPECT_DOUBLE_EQ(frag.Score(tight, 0), FragmentationScore(8000));
+  EXPECT_TRUE(frag.ScoresGpuLessPods());
+  EXPECT_TRUE(frag.ReadsHostResources());
+  EXPECT_FALSE(Fragmentation({{1, 1000, 1}}).ReadsHostResources());
+  EXPECT_TRUE(Fragmentation({{1, 1000, 1}}, /*pinned=*/false).ReadsHostResources());
+}
+
+TEST(FragmentationComponentTest, AGpuPodsOwnCpuCountsToo) {
+  testing::TestCluster cluster;
+  HostCluster(cluster, "n", 0);
+  WorkloadClass cls{1, 1000, 1};
+  cls.cpu_milli = 8000;
+  const Fragmentation frag({cls});
+  // A whole-GPU pod with 12 cores leaves 4: the 7 GPUs left are stranded for the class.
+  const PodRequirements hungry = *RequirementsOf(MakePod()
+                                                     .Name("p")
+                                                     .Gpus(1)
+                                                     .Annotation("gputopo.io/gpu-milli", "1000")
+                                                     .Requests(12000, 0)
+                                                     .Obj());
+  const PodRequirements light = *RequirementsOf(MakePod()
+                                                    .Name("p")
+                                                    .Gpus(1)
+                                                    .Annotation("gputopo.io/gpu-milli", "1000")
+                                                    .Requests(1000, 0)
+                                                    .Obj());
+  const auto node = cluster.Node("n");
+  EXPECT_DOUBLE_EQ(frag.Score(MakePlacementContext(hungry, *node), Bit(0)),
+                   FragmentationScore(7000));
+  EXPECT_DOUBLE_EQ(frag.Score(MakePlacementContext(light, *node), Bit(0)), FragmentationScore(0));
+}
+
+TEST(FragmentationComponentTest, AnUnpinnedWorkloadFollowsTheNodesLearnedMix) {
+  testing::TestCluster cluster;
+  HostCluster(cluster, "n", 0);
+  const auto node = cluster.Node("n");
+  // A pod taking 600 milli of GPU 0 leaves it 400 and one slot.
+  const PodRequirements pod =
+      *RequirementsOf(MakePod().Name("p").Gpus(1).Annotation("gputopo.io/gpu-milli", "600").Obj());
+  // Pinned to quarter-GPU pods, which can use the 400 left; the node's learned mix (none here)
+  // does not matter to either until there is one.
+  const Fragmentation pinned({{1, 250, 1}});
+  const Fragmentation learned({{1, 250, 1}}, /*pinned=*/false);
+  const PlacementContext ctx = MakePlacementContext(pod, *node);
+  EXPECT_DOUBLE_EQ(pinned.Score(ctx, Bit(0)), FragmentationScore(0));
+  EXPECT_DOUBLE_EQ(learned.Score(ctx, Bit(0)), FragmentationScore(0));
+  // The cluster has learned that whole-GPU pods come: for them the 400 left are stranded.
+  auto mix = std::make_shared<ObservedWorkload>();
+  mix->version = 7;
+  mix->classes = {{1, 1000, 1}};
+  const NodeState with_mix = NodeState::Build("n", node->topology(), {}, 99, node->host(), mix);
+  const PlacementContext ctx_mix = MakePlacementContext(pod, with_mix);
+  EXPECT_DOUBLE_EQ(learned.Score(ctx_mix, Bit(0)), FragmentationScore(400));
+  EXPECT_DOUBLE_EQ(pinned.Score(ctx_mix, Bit(0)), FragmentationScore(0));
+  EXPECT_NE(with_mix.signature(),
+            NodeState::Build("n", node->topology(), {}, 98, node->host()).signature());
+}
+
+TEST(PackingScoreTest, Table) {
+  // 10 * (1 - (0.5 * cpu_left / 128000 + 0.5 * gpu_left / 8000)).
+  EXPECT_DOUBLE_EQ(PackingScore(0, 0, 128000, 8000), 10.0);
+  EXPECT_DOUBLE_EQ(PackingScore(128000, 8000, 128000, 8000), 0.0);
+  EXPECT_DOUBLE_EQ(PackingScore(64000, 4000, 128000, 8000), 5.0);
+  EXPECT_DOUBLE_EQ(PackingScore(0, 4000, 128000, 8000), 7.5);
+  EXPECT_DOUBLE_EQ(PackingScore(-1, 4000, 128000, 8000), 5.0);       // CPU unknown: the GPU term
+  EXPECT_DOUBLE_EQ(PackingScore(256000, 16000, 128000, 8000), 0.0);  // clamped
+}
+
+TEST(PackingComponentTest, PrefersTheFullerNodeForGpuAndGpuLessPods) {
+  testing::TestCluster cluster;
+  HostCluster(cluster, "busy", 8000);
+  HostCluster(cluster, "idle", 0);
+  const Packing packing(16000, 8000);
+  for (int gpus : {0, 1}) {
+    SCOPED_TRACE(gpus);
+    const PodRequirements pod = *RequirementsOf(MakePod()
+                                                    .Name("p")
+                                                    .Gpus(gpus)
+                                                    .Annotation("gputopo.io/gpu-milli", "1000")
+                                                    .Requests(2000, 0)
+                                                    .Obj());
+    const GpuMask set = gpus == 0 ? 0 : Bit(0);
+    const double busy =
+        packing.Prepare(MakePlacementContext(pod, *cluster.Node("busy")))->Score(set);
+    const double idle =
+        packing.Prepare(MakePlacementContext(pod, *cluster.Node("idle")))->Score(set);
+    EXPECT_GT(busy, idle);
+    // idle: 14 of 16 cores and 8 - gpus of 8 GPUs left.
+    EXPECT_DOUBLE_EQ(idle, 10.0 * (1.0 - (0.5 * 14.0 / 16.0 + 0.5 * (8.0 - gpus) / 8.0)));
+  }
+  EXPECT_NE(
+      packing
+          .Prepare(MakePlacementContext(
+              *RequirementsOf(
+                  MakePod().Name("p").Gpus(1).Annotation("gputopo.io/gpu-milli", "1000").Obj()),
+              *cluster.Node("idle")))
+          ->Explain(Bit(0))
+          .find("7.00 GPU and 16.0 CPU free"),
+      std::string::npos);
 }
 
 TEST(SlotBalanceScoreTest, Table) {

@@ -34,6 +34,12 @@ class NodeBuilder {
     node_.allocatable_gpus = gpus;
     return *this;
   }
+  // status.allocatable cpu (millicores) and memory (bytes).
+  NodeBuilder& Host(int64_t cpu_milli, int64_t memory_bytes) {
+    node_.allocatable_cpu_milli = cpu_milli;
+    node_.allocatable_memory_bytes = memory_bytes;
+    return *this;
+  }
   NodeBuilder& Topology(const MachineTopology& machine) {
     node_.annotation_topology = Result<MachineTopology>(machine);
     return *this;
@@ -105,6 +111,12 @@ class PodBuilder {
   }
   PodBuilder& ResourceVersion(std::string rv) {
     pod_.resource_version = std::move(rv);
+    return *this;
+  }
+  // cpu (millicores) and memory (bytes) requests.
+  PodBuilder& Requests(int64_t cpu_milli, int64_t memory_bytes) {
+    pod_.cpu_request_milli = cpu_milli;
+    pod_.memory_request_bytes = memory_bytes;
     return *this;
   }
   PodInfo Obj() const { return pod_; }

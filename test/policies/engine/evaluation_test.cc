@@ -7,6 +7,8 @@
 #include <random>
 #include <set>
 
+#include "policies/fragmentation/fragmentation.h"
+#include "policies/registry/component_registry.h"
 #include "test/support/builders.h"
 #include "test/support/machines.h"
 #include "test/support/test_cluster.h"
@@ -56,6 +58,38 @@ TEST(EvaluationTest, ReplicasLandOnDistinctGpusWhileDistinctGpusRemain) {
   NodeEvaluation other = cluster.Evaluate(testing::DeploymentReplica("api", 0), "dgx");
   ASSERT_TRUE(other.fits());
   EXPECT_EQ(other.component_scores[0], 10.0);
+}
+
+TEST(EvaluationTest, AGpuLessPodFitsEveryNodeAndFragmentationAloneRatesIt) {
+  TestCluster cluster;
+  cluster.Add(
+      MakeNode().Name("tight").Profile("dgx1").Allocatable(8).Host(16000, int64_t{64} << 30).Obj());
+  cluster.Add(MakeNode().Name("broken").CorruptTopology("bad document").Allocatable(8).Obj());
+  const PodRequirements pod = *RequirementsOf(MakePod().Name("cpu").Requests(12000, 0).Obj());
+  WorkloadClass cls{1, 1000, 1};
+  cls.cpu_milli = 8000;
+  PresetSpec spec;
+  spec.name = "p";
+  spec.components = {{"replica-spread", 1, {}}, {"fragmentation", 1, {{}, {cls}}}};
+  const auto preset = *BuildPreset(spec, BuiltinComponents());
+  // On "tight", 12 of 16 cores leave 4: the 8 free GPUs are stranded for the class.
+  const NodeEvaluation tight = EvaluateNode(pod, *cluster.Node("tight"), *preset);
+  ASSERT_TRUE(tight.fits());
+  ASSERT_EQ(tight.component_scores.size(), 2u);
+  EXPECT_EQ(tight.component_scores[0], kMaxComponentScore);  // nothing to spread
+  EXPECT_DOUBLE_EQ(tight.component_scores[1], FragmentationScore(8000));
+  EXPECT_DOUBLE_EQ(tight.weighted_score, (10.0 + FragmentationScore(8000)) / 2);
+  EXPECT_EQ(tight.gpus, 0u);
+  // A node whose GPUs are not known strands nothing known: it fits with the top score.
+  const NodeEvaluation broken = EvaluateNode(pod, *cluster.Node("broken"), *preset);
+  EXPECT_TRUE(broken.fits());
+  EXPECT_EQ(broken.weighted_score, kMaxComponentScore);
+  // The explanation has one line per component, as for GPU pods.
+  const std::vector<ComponentResult> explained =
+      ExplainPlacement(pod, *cluster.Node("tight"), *preset, 0);
+  ASSERT_EQ(explained.size(), 2u);
+  EXPECT_EQ(explained[0].detail, "pod requests no GPU");
+  EXPECT_DOUBLE_EQ(explained[1].score, tight.component_scores[1]);
 }
 
 TEST(EvaluationTest, RequiredSpreadFiltersGpusHoldingTheGroup) {

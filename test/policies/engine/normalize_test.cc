@@ -33,5 +33,23 @@ TEST(NormalizeScoresTest, MinMaxStretchesTheCandidatesOverZeroToTen) {
   EXPECT_TRUE(NormalizeScores({}, ScoreNormalization::kMinMax).empty());
 }
 
+TEST(NormalizeScoresTest, RankGivesTheBestTenAndEachNextDistinctScoreOneLess) {
+  const auto rank = [](const std::vector<std::optional<double>>& weighted) {
+    return NormalizeScores(weighted, ScoreNormalization::kRank);
+  };
+  // Close scores stay apart (min-max would round 5.0001 and 5.0 to the same 10).
+  EXPECT_EQ(rank({5.0, 5.0001, std::nullopt, 1.0, 5.0001}), (std::vector<int>{9, 10, 0, 8, 10}));
+  EXPECT_EQ(NormalizeScores({5.0, 5.0001, 1.0}, ScoreNormalization::kMinMax),
+            (std::vector<int>{10, 10, 0}));
+  // Beyond the 11th distinct score everything is 0.
+  std::vector<std::optional<double>> many;
+  for (int i = 0; i < 15; ++i) many.push_back(static_cast<double>(i));
+  EXPECT_EQ(rank(many), (std::vector<int>{0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(rank({nan, 2.0}), (std::vector<int>{0, 10}));
+  EXPECT_TRUE(rank({}).empty());
+  EXPECT_EQ(ParseScoreNormalization("rank"), ScoreNormalization::kRank);
+}
+
 }  // namespace
 }  // namespace gputopo::policies

@@ -53,16 +53,30 @@ ComponentArgs Workload(std::vector<WorkloadClass> workload) {
 // ---------------------------------------------------------------------------------------------
 // Built-in components
 
-TEST(RegistryTest, BuiltinComponentsAreExactlyTheFour) {
+TEST(RegistryTest, BuiltinComponentsAreExactlyTheFive) {
   ComponentRegistry registry = BuiltinComponents();
-  EXPECT_THAT(registry.Names(),
-              UnorderedElementsAre("replica-spread", "locality", "fragmentation", "slot-balance"));
+  EXPECT_THAT(registry.Names(), UnorderedElementsAre("replica-spread", "locality", "fragmentation",
+                                                     "slot-balance", "packing"));
   for (const std::string& name : registry.Names()) {
     SCOPED_TRACE(name);
     auto made = registry.Create(name, {});
     ASSERT_TRUE(made.ok()) << made.status().ToString();
     ASSERT_NE(*made, nullptr);
     EXPECT_EQ((*made)->Name(), name);
+  }
+}
+
+TEST(RegistryTest, PackingTakesItsTwoReferencesInRange) {
+  ComponentRegistry registry = BuiltinComponents();
+  ComponentArgs args;
+  args.numbers = {{"cpuReferenceCores", 64}, {"gpuReference", 4}};
+  EXPECT_TRUE(registry.Create("packing", args).ok());
+  for (const auto& [key, value] : std::vector<std::pair<std::string, double>>{
+           {"cpuReferenceCores", 0}, {"gpuReference", -1}, {"gpuReference", 1e9}, {"other", 1}}) {
+    SCOPED_TRACE(key);
+    ComponentArgs bad;
+    bad.numbers = {{key, value}};
+    EXPECT_FALSE(registry.Create("packing", bad).ok());
   }
 }
 

@@ -472,6 +472,59 @@ TEST(K8sDecodePodTest, NodeName) {
   EXPECT_EQ(got->node_name, "gpu-node-7");
 }
 
+// kube-scheduler's NodeResourcesFit request: containers summed, each init container with the
+// sidecars started before it, the larger of the two, plus spec.overhead; a request missing where
+// its limit is set reads the limit (what the API server defaults it to).
+TEST(K8sDecodePodTest, CpuAndMemoryRequestsAreTheSchedulersEffectiveRequest) {
+  json app = Container({{"requests", {{"cpu", "500m"}, {"memory", "1Gi"}}}});
+  json limited = Container({{"limits", {{"cpu", "2"}, {"memory", "512Mi"}}}});
+  json init = Container({{"requests", {{"cpu", "4"}, {"memory", "100M"}}}});
+  json pod = MakePod({app, limited}, {init});
+  pod["spec"]["overhead"] = {{"cpu", "250m"}, {"memory", "64Mi"}};
+  K8sDecoder decoder;
+  Result<PodInfo> got = decoder.DecodePod(pod.dump());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  // max(0.5 + 2, 4) + 0.25 cores; max(1Gi + 512Mi, 100M) + 64Mi.
+  EXPECT_EQ(got->cpu_request_milli, 4250);
+  EXPECT_EQ(got->memory_request_bytes, (int64_t{1} << 30) + (int64_t{512} << 20) + (64 << 20));
+  EXPECT_EQ(got->gpu_request, 0);
+  // Sub-byte memory rounds up to a whole byte.
+  json tiny = MakePod({Container({{"requests", {{"memory", "1500m"}}}})});
+  got = decoder.DecodePod(tiny.dump());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->memory_request_bytes, 2);
+}
+
+TEST(K8sDecodePodTest, BadCpuOrMemoryQuantityNamesTheField) {
+  for (const char* resource : {"cpu", "memory"}) {
+    SCOPED_TRACE(resource);
+    json pod = MakePod({Container({{"requests", {{resource, "lots"}}}})});
+    K8sDecoder decoder;
+    Result<PodInfo> got = decoder.DecodePod(pod.dump());
+    ASSERT_FALSE(got.ok());
+    EXPECT_THAT(got.status().message(), HasSubstr(std::string("requests[") + resource + "]"));
+    pod = MakePod({Container({{"requests", {{resource, "-1"}}}})});
+    EXPECT_FALSE(decoder.DecodePod(pod.dump()).ok());
+    pod = MakePod({Container(Requests("1"))});
+    pod["spec"]["overhead"] = {{resource, "1e400"}};
+    got = decoder.DecodePod(pod.dump());
+    ASSERT_FALSE(got.ok());
+    EXPECT_THAT(got.status().message(), HasSubstr("spec.overhead"));
+  }
+}
+
+TEST(K8sDecodePodTest, ManyHugeCpuRequestsSaturateInsteadOfWrapping) {
+  std::vector<json> containers;
+  for (int i = 0; i < 4; ++i) {
+    containers.push_back(Container({{"requests", {{"cpu", "9000000000000000"}}}}));
+  }
+  K8sDecoder decoder;
+  Result<PodInfo> got = decoder.DecodePod(MakePod(containers).dump());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->cpu_request_milli, kGpuRequestOverflow);
+  EXPECT_FALSE(policies::RequirementsOf(*got).ok());
+}
+
 TEST(K8sDecodePodTest, MissingNamespaceIsDefault) {
   json pod = MakePod({Container(Requests("1"))});
   pod["metadata"].erase("namespace");
@@ -707,6 +760,20 @@ TEST(K8sDecodeNodeTest, AllocatableAsNumber) {
   Result<NodeInfo> got = decoder.DecodeNode(node.dump());
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(got->allocatable_gpus, 4);
+}
+
+TEST(K8sDecodeNodeTest, AllocatableCpuAndMemoryOfTheCapturedNode) {
+  K8sDecoder decoder;
+  Result<NodeInfo> got = decoder.DecodeNode(CapturedNode().dump());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->allocatable_cpu_milli, 31000);                  // "31"
+  EXPECT_EQ(got->allocatable_memory_bytes, int64_t{250} << 30);  // "250Gi"
+  json node = CapturedNode();
+  node["status"]["allocatable"].erase("cpu");
+  node["status"]["allocatable"]["memory"] = "lots";
+  got = decoder.DecodeNode(node.dump());
+  ASSERT_FALSE(got.ok());
+  EXPECT_THAT(got.status().message(), HasSubstr("allocatable[memory]"));
 }
 
 TEST(K8sDecodeNodeTest, NoGpuAllocatableIsZero) {

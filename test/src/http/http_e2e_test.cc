@@ -345,6 +345,38 @@ TEST_F(ServerTest, MalformedRequestsGetTheProtocolErrorAndTheServerKeepsServing)
   EXPECT_EQ(ok["NodeNames"], json({"h100"}));
 }
 
+// All-pod mode: kube-scheduler sends CPU-only pods too. They pass every node, the ones gputopo
+// does not keep included; bind places them with a plain Binding; their CPU then counts on the
+// node they went to.
+TEST_F(ServerTest, AllPodModeBindsAGpuLessPodAndCountsItsCpu) {
+  json cluster = BaseCluster();
+  cluster["items"][0]["status"]["allocatable"]["cpu"] = "32";
+  cluster["items"][0]["status"]["allocatable"]["memory"] = "256Gi";
+  json cpu_pod = Pod("ml", "cpu-job", 0);
+  cpu_pod["spec"]["containers"][0]["resources"] = {{"requests", {{"cpu", "4"}, {"memory", "8Gi"}}}};
+  cluster["items"].push_back(cpu_pod);
+  StartWith(cluster);
+  const json args = Args(cpu_pod, {"h100", "cpu-only-node"});
+  const json filtered = PostJson("/filter", args.dump());
+  EXPECT_EQ(filtered["NodeNames"], json({"h100", "cpu-only-node"})) << filtered.dump();
+  const json scores = PostJson("/prioritize", args.dump());
+  ASSERT_EQ(scores.size(), 2u);
+  EXPECT_EQ(scores[1]["Host"], "cpu-only-node");
+  EXPECT_EQ(scores[1]["Score"], 10);  // strands no GPU there
+  EXPECT_EQ(PostBind("ml", "cpu-job", "h100")["Error"], "");
+  const json pod = PodObject(Get("/debug/snapshot"), "cpu-job");
+  EXPECT_EQ(pod["spec"]["nodeName"], "h100");
+  EXPECT_FALSE(
+      pod["metadata"].value("annotations", json::object()).contains("gputopo.io/assigned-gpus"));
+  const json node = Get("/debug/nodes/h100");
+  EXPECT_EQ(node["cpuMilli"]["allocatable"], 32000);
+  EXPECT_EQ(node["cpuMilli"]["requested"], 4000);
+  EXPECT_EQ(node["memoryBytes"]["requested"], int64_t{8} << 30);
+  const json index = Get("/debug");
+  EXPECT_EQ(index["hostPods"], 1);
+  EXPECT_TRUE(index["learnedWorkload"]["classes"].is_array());
+}
+
 TEST_F(ServerTest, BindFailuresLeaveNoReservationBehind) {
   const json cluster = BaseCluster();
   StartWith(cluster);

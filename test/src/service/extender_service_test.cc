@@ -114,5 +114,22 @@ TEST(ExtenderServiceTest, TheReplyOutlivesTheRecordThroughItsLease) {
       << reply.outcomes[2].reason;
 }
 
+TEST(ExtenderServiceTest, AGpuLessPodPassesEveryNodeTheGpuNodesAndTheOthers) {
+  // All-pod mode: kube-scheduler asks about CPU-only pods too, with nodes gputopo does not keep
+  // (no GPUs). None may be filtered out for it.
+  KeptRecords observer;
+  Service s(observer);
+  const extender::ExtenderArgs args = s.Args(0);
+  const FilterReply filter = s.service.Filter(args);
+  ASSERT_EQ(filter.outcomes.size(), 3u);
+  for (const extender::FilterOutcome& o : filter.outcomes) EXPECT_TRUE(o.passed);
+  EXPECT_EQ(filter.summary.passed, 3u);
+  const PrioritizeReply prioritize = s.service.Prioritize(args);
+  ASSERT_EQ(prioritize.scores.size(), 3u);
+  // A node without GPUs is where it strands nothing: the top priority.
+  EXPECT_EQ(prioritize.scores[2].first, "ghost");
+  EXPECT_EQ(prioritize.scores[2].second, 10);
+}
+
 }  // namespace
 }  // namespace gputopo::service
