@@ -119,7 +119,11 @@ std::shared_ptr<const policies::Preset> AllPodsPreset(const WorkloadMix& mix, do
   spec.normalization = "rank";
   spec.components = {{"replica-spread", 3, {{{"islandPenalty", 0.1}}, {}}},
                      {"locality", 3, {}},
-                     {"fragmentation", 10, {{}, workload}}};
+                     {"fragmentation",
+                      10,
+                      {learned ? std::map<std::string, double>{{"learnedWorkload", 1}}
+                               : std::map<std::string, double>{},
+                       workload}}};
   if (pack > 0) spec.components.push_back({"packing", 10 * pack, {}});
   auto preset = policies::BuildPreset(spec, policies::BuiltinComponents());
   if (!preset.ok()) std::cerr << preset.status().ToString() << "\n";

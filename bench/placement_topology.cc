@@ -88,8 +88,20 @@ Metrics Run(const std::string& policy, uint64_t seed, int per_type,
   else if (policy == "stock")
     placer = MakeStockKubernetesPlacer(seed);
   else {
-    const std::string preset = policy.substr(policy.find(':') + 1);
-    placer = MakeGputopoPlacer(cluster, preset, presets.Find(preset), seed);
+    // gputopo:<preset> behind kube-scheduler, gputopo-all:<preset> in all-pod mode;
+    // <preset>@check=<pods> delays the learned mix's first publication (experiments).
+    std::string preset = policy.substr(policy.find(':') + 1);
+    cluster::WorkloadLearnerOptions learner;
+    if (const size_t at = preset.find("@check="); at != std::string::npos) {
+      learner.min_check_every = std::stoull(preset.substr(at + 7));
+      learner.max_check_every = learner.min_check_every;
+      preset = preset.substr(0, at);
+    }
+    placer =
+        MakeGputopoPlacer(cluster, policy.substr(policy.find(':') + 1), presets.Find(preset), seed,
+                          policy.rfind("gputopo-all:", 0) == 0 ? GputopoMode::kAllPods
+                                                               : GputopoMode::kBehindScheduler,
+                          learner);
   }
   std::mt19937_64 rng(seed);
   std::vector<SimPod> pods;
@@ -205,7 +217,8 @@ int Main(int argc, char** argv) {
   CLI::App cli{"gputopo placement quality on topology-rich clusters"};
   std::string philly_path = "../shared/data/philly/philly_jobs_rfold_derived.csv";
   std::string policy_list =
-      "random,bestfit,stock,gputopo:default,gputopo:binpack,gputopo:spread,gputopo:topology";
+      "random,bestfit,stock,gputopo:default,gputopo:binpack,gputopo:spread,gputopo:topology,"
+      "gputopo-all:pack";
   int seeds = 5;
   int per_type = 8;
   int deployments = 24;

@@ -167,15 +167,16 @@ class FgdPlacer final : public Placer {
   }
   std::string Name() const override {
     if (options_.as_extender) return "FGD as an extender (re-implemented)";
-    std::string name = "FGD";
-    if (options_.exact) name += ", exact score";
-    if (options_.random_ties) name += ", ties at random";
+    // No commas: the name is a CSV field.
+    std::string name = "FGD (re-implemented";
+    if (options_.exact) name += "; exact score";
+    if (options_.random_ties) name += "; ties at random";
     if (options_.pack_weight > 0) {
       char text[48];
-      std::snprintf(text, sizeof(text), ", packing %g milli", options_.pack_weight);
+      std::snprintf(text, sizeof(text), "; packing %g milli", options_.pack_weight);
       name += text;
     }
-    return name + " (re-implemented)";
+    return name + ")";
   }
 
   // The fragmentation decrease of placing `pod` on `gpus` of node n (negative: an increase).

@@ -55,7 +55,15 @@ Result<std::shared_ptr<const ScoreComponent>> MakeLocality(const ComponentArgs& 
 }
 
 Result<std::shared_ptr<const ScoreComponent>> MakeFragmentation(const ComponentArgs& args) {
-  if (Status s = OnlyKnown(args, {}, true); !s.ok()) return s;
+  if (Status s = OnlyKnown(args, {"learnedWorkload"}, true); !s.ok()) return s;
+  // learnedWorkload 1: the cluster's learned mix (the built-in one until there is one);
+  // otherwise the workload listed, else the built-in one, pinned.
+  double learned = 0;
+  if (Status s = ReadNumber(args, "learnedWorkload", 0.0, 1.0, &learned); !s.ok()) return s;
+  if (learned != 0.0 && learned != 1.0) return InvalidArgument("learnedWorkload must be 0 or 1");
+  if (learned == 1.0 && !args.workload.empty()) {
+    return InvalidArgument("a workload is either listed (pinned) or learned, not both");
+  }
   std::vector<WorkloadClass> workload =
       args.workload.empty() ? Fragmentation::DefaultWorkload() : args.workload;
   for (const WorkloadClass& cls : workload) {
@@ -66,7 +74,7 @@ Result<std::shared_ptr<const ScoreComponent>> MakeFragmentation(const ComponentA
     }
   }
   return std::shared_ptr<const ScoreComponent>(
-      std::make_shared<Fragmentation>(workload, !args.workload.empty()));
+      std::make_shared<Fragmentation>(workload, /*pinned=*/learned == 0.0));
 }
 
 Result<std::shared_ptr<const ScoreComponent>> MakeSlotBalance(const ComponentArgs& args) {

@@ -66,6 +66,23 @@ TEST(RegistryTest, BuiltinComponentsAreExactlyTheFive) {
   }
 }
 
+TEST(RegistryTest, FragmentationLearnsItsWorkloadOnlyWhenAsked) {
+  ComponentRegistry registry = BuiltinComponents();
+  auto built_in = registry.Create("fragmentation", {});
+  ASSERT_TRUE(built_in.ok());
+  EXPECT_FALSE((*built_in)->ReadsHostResources());  // pinned, no CPU in the built-in mix
+  ComponentArgs learn;
+  learn.numbers = {{"learnedWorkload", 1}};
+  auto learned = registry.Create("fragmentation", learn);
+  ASSERT_TRUE(learned.ok()) << learned.status().ToString();
+  EXPECT_TRUE((*learned)->ReadsHostResources());  // a learned mix may ask CPU
+  learn.workload = {{1, 1000, 1}};
+  EXPECT_FALSE(registry.Create("fragmentation", learn).ok());  // listed and learned
+  ComponentArgs half;
+  half.numbers = {{"learnedWorkload", 0.5}};
+  EXPECT_FALSE(registry.Create("fragmentation", half).ok());
+}
+
 TEST(RegistryTest, PackingTakesItsTwoReferencesInRange) {
   ComponentRegistry registry = BuiltinComponents();
   ComponentArgs args;
