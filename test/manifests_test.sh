@@ -461,41 +461,28 @@ for kind in PrometheusRule ConfigMap; do
 done
 grep -q 'grafana_dashboard: "1"' "$tmp/monitoring.yaml" ||
   fail "manifests/monitoring: the dashboard ConfigMap lacks the grafana_dashboard label"
-# Kubernetes 1.24: a Component, enabled as manifests/kustomization.yaml says (uncomment its
-# `components:` lines), here in a copy of manifests/.
-component=variants/kube-1.24
-: > "$tmp/kube124.yaml"
-if [ -f "$root/manifests/$component/kustomization.yaml" ]; then
-  cp -r "$root/manifests" "$tmp/manifests-1.24"
+# A Component of manifests/, enabled as manifests/kustomization.yaml says (uncomment its
+# `components:` lines), in a copy of manifests/ at $2, built into $3 (empty if it does not build).
+build_with_component() {
+  local component=$1 copy=$2 out=$3
+  : > "$out"
+  [ -f "$root/manifests/$component/kustomization.yaml" ] || return 0
+  cp -r "$root/manifests" "$copy"
   sed -i -e 's|^# components:$|components:|' -e "s|^#   - $component\$|  - $component|" \
-    "$tmp/manifests-1.24/kustomization.yaml"
-  if ! grep -q "^  - $component\$" "$tmp/manifests-1.24/kustomization.yaml"; then
+    "$copy/kustomization.yaml"
+  if ! grep -q "^  - $component\$" "$copy/kustomization.yaml"; then
     fail "manifests/kustomization.yaml has no commented-out 'components: [$component]' to enable"
-  else
-    built=$((built + 1))
-    if ! "$kubectl" kustomize "$tmp/manifests-1.24" > "$tmp/kube124.yaml" 2>"$tmp/err"; then
-      fail "kubectl kustomize manifests/ with $component: $(tr '\n' ' ' < "$tmp/err")"
-      : > "$tmp/kube124.yaml"
-    fi
+    return 0
   fi
-fi
-# All-pod mode: a Component, enabled the same way, in another copy of manifests/.
-component=variants/all-pods
-: > "$tmp/allpods.yaml"
-if [ -f "$root/manifests/$component/kustomization.yaml" ]; then
-  cp -r "$root/manifests" "$tmp/manifests-all-pods"
-  sed -i -e 's|^# components:$|components:|' -e "s|^#   - $component\$|  - $component|" \
-    "$tmp/manifests-all-pods/kustomization.yaml"
-  if ! grep -q "^  - $component\$" "$tmp/manifests-all-pods/kustomization.yaml"; then
-    fail "manifests/kustomization.yaml has no commented-out 'components: [$component]' to enable"
-  else
-    built=$((built + 1))
-    if ! "$kubectl" kustomize "$tmp/manifests-all-pods" > "$tmp/allpods.yaml" 2>"$tmp/err"; then
-      fail "kubectl kustomize manifests/ with $component: $(tr '\n' ' ' < "$tmp/err")"
-      : > "$tmp/allpods.yaml"
-    fi
+  built=$((built + 1))
+  if ! "$kubectl" kustomize "$copy" > "$out" 2>"$tmp/err"; then
+    fail "kubectl kustomize manifests/ with $component: $(tr '\n' ' ' < "$tmp/err")"
+    : > "$out"
   fi
-fi
+}
+# Kubernetes 1.24, and all-pod mode.
+build_with_component variants/kube-1.24 "$tmp/manifests-1.24" "$tmp/kube124.yaml"
+build_with_component variants/all-pods "$tmp/manifests-all-pods" "$tmp/allpods.yaml"
 
 # The node agent: manifests/agent/, and with its enforce Component enabled as its
 # kustomization.yaml says (uncomment `components:`), in a copy.
