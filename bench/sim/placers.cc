@@ -382,7 +382,9 @@ class GputopoPlacer final : public Placer {
       if (!evaluator.evaluation(e).fits()) continue;
       candidates.push_back(n);
       evaluations.push_back(e);
-      weighted.push_back(evaluator.evaluation(e).weighted_score);
+      weighted.push_back(policies::NormalizationInput(evaluator.evaluation(e).weighted_score,
+                                                      evaluator.evaluation(e).locality_missed,
+                                                      preset_->normalization()));
     }
     if (candidates.empty()) return {};
     const std::vector<int> priorities =

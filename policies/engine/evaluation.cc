@@ -154,9 +154,16 @@ std::string DescribeShortfall(const PlacementContext& ctx, const Eligibility& e)
   return out;
 }
 
+// Chooses a node's GPU set: the best weighted score, among the sets that meet the pod's
+// preferred locality target when any does (with known links; a required target already
+// confined the search to its domains).
 class CandidateSearch {
  public:
-  CandidateSearch(const PlacementContext& ctx, const Preset& preset) {
+  CandidateSearch(const PlacementContext& ctx, const Preset& preset)
+      : shape_(ctx.shape),
+        locality_(ctx.pod.locality),
+        tiered_(ctx.pod.gpus > 1 && ctx.pod.locality != Locality::kNone &&
+                ctx.shape.links_known()) {
     for (const WeightedComponent& c : preset.components()) {
       total_weight_ += c.weight;
       scorers_.push_back({c.component->Prepare(ctx), c.weight});
@@ -180,22 +187,37 @@ class CandidateSearch {
 
   void Consider(GpuMask gpus) {
     ++candidates_;
-    const double score = WeightedScore(gpus);
-    if (best_ == 0 || score > best_score_ ||
-        (score == best_score_ && topology::LexicographicallySmaller(gpus, best_))) {
+    const bool met = !tiered_ || LocalityTargetMet(locality_, shape_, gpus);
+    if (best_ != 0 && met != best_met_) {
+      if (!met) return;  // a set that meets the target beats every set that does not
+    } else if (best_ != 0) {
+      const double score = WeightedScore(gpus);
+      if (score < best_score_ ||
+          (score == best_score_ && !topology::LexicographicallySmaller(gpus, best_))) {
+        return;
+      }
       best_ = gpus;
       best_score_ = score;
+      return;
     }
+    best_ = gpus;
+    best_met_ = met;
+    best_score_ = WeightedScore(gpus);
   }
 
   GpuMask best() const { return best_; }
   double best_score() const { return best_score_; }
+  bool best_missed_locality() const { return best_ != 0 && !best_met_; }
   uint64_t candidates() const { return candidates_; }
 
  private:
+  const topology::TopologyShape& shape_;
+  Locality locality_;
+  bool tiered_;
   std::vector<std::pair<std::unique_ptr<PreparedScore>, double>> scorers_;
   double total_weight_ = 0.0;
   GpuMask best_ = 0;
+  bool best_met_ = false;
   double best_score_ = 0.0;
   uint64_t candidates_ = 0;
 };
@@ -323,6 +345,7 @@ NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node, c
   e.weighted_score = search.best_score();
   e.candidates = search.candidates();
   e.heuristic = !exact;
+  e.locality_missed = search.best_missed_locality();
   e.component_scores = search.ComponentScores(e.gpus);
   return e;
 }

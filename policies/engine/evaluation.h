@@ -57,6 +57,11 @@ struct NodeEvaluation {
   std::vector<double> component_scores;
   uint64_t candidates = 0;  // candidate sets scored
   bool heuristic = false;   // the search did not try every candidate set
+  // The pod prefers a locality (nvlink or numa, N > 1), the node's links are known, and no
+  // eligible GPU set here meets it. Where some set does, the chosen one does (the preference
+  // is a tier above the weighted score); rank normalization also puts such nodes below every
+  // node that meets it (normalize.h).
+  bool locality_missed = false;
   bool fits() const { return verdict == Verdict::kFits; }
 };
 
@@ -66,8 +71,11 @@ struct EvaluationRef {
   const NodeEvaluation* evaluation = nullptr;
   double weighted_score = 0.0;
   Verdict verdict = Verdict::kUnschedulable;
+  bool locality_missed = false;
   bool fits() const { return verdict == Verdict::kFits; }
-  static EvaluationRef To(const NodeEvaluation& e) { return {&e, e.weighted_score, e.verdict}; }
+  static EvaluationRef To(const NodeEvaluation& e) {
+    return {&e, e.weighted_score, e.verdict, e.locality_missed};
+  }
 };
 
 NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node,

@@ -41,6 +41,17 @@ inline std::string_view ScoreNormalizationName(ScoreNormalization mode) {
   return NameOf(kScoreNormalizationNames, mode);
 }
 
+// What NormalizeScores orders a fitting node by. Under rank normalization, a node that missed
+// the pod's preferred locality target (NodeEvaluation::locality_missed) ranks below every node
+// that met it: its score moves below the 0..10 range, keeping its order among such nodes. The
+// other modes keep the weighted score: their priorities are added to kube-scheduler's own
+// scores, where locality can only ever be a weight.
+inline double NormalizationInput(double weighted_score, bool locality_missed,
+                                 ScoreNormalization mode) {
+  return locality_missed && mode == ScoreNormalization::kRank ? weighted_score - 20.0
+                                                              : weighted_score;
+}
+
 // One priority per score; nullopt scores (nodes that do not fit) get 0 and do not count for
 // min and max.
 std::vector<int> NormalizeScores(const std::vector<std::optional<double>>& weighted,

@@ -118,6 +118,7 @@ ordered_json EvaluationJson(const service::CycleRecord& record,
     }
   }
   if (e.heuristic) j["search"] = "heuristic (" + std::to_string(e.candidates) + " candidate sets)";
+  if (e.locality_missed) j["localityMissed"] = true;  // no eligible set here meets the target
   return j;
 }
 

@@ -97,9 +97,10 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(
     std::vector<std::optional<double>> weighted;
     weighted.reserve(record->nodes.size());
     for (const CycleRecord::NodeRef& ref : record->nodes) {
-      weighted.push_back(ref.evaluation.fits()
-                             ? std::optional<double>(ref.evaluation.weighted_score)
-                             : std::nullopt);
+      weighted.push_back(ref.evaluation.fits() ? std::optional<double>(policies::NormalizationInput(
+                                                     ref.evaluation.weighted_score,
+                                                     ref.evaluation.locality_missed, normalization))
+                                               : std::nullopt);
     }
     record->priorities = policies::NormalizeScores(weighted, normalization);
   }

@@ -81,6 +81,8 @@ void ExpectSameAsEvaluateNode(const std::vector<policies::EvaluationRef>& got,
     EXPECT_DOUBLE_EQ(ref.evaluation->weighted_score, want.weighted_score) << node.name();
     EXPECT_EQ(ref.evaluation->component_scores, want.component_scores) << node.name();
     EXPECT_EQ(ref.evaluation->detail, want.detail) << node.name();
+    EXPECT_EQ(ref.evaluation->locality_missed, want.locality_missed) << node.name();
+    EXPECT_EQ(ref.locality_missed, want.locality_missed) << node.name();
   }
 }
 

@@ -212,6 +212,57 @@ TEST(EvaluationTest, PreferredLocalityRanksNvLinkNodesAbovePcieNodes) {
   EXPECT_GT(hgx.component_scores[1], pcie.component_scores[1]);
 }
 
+// A preferred locality is a tier above the weighted score within a node: a preset that would
+// rather put a 2-GPU pod on two half-used GPUs of different NVLink pairs still gives it a
+// free pair when the node has one, and says when it has none.
+TEST(EvaluationTest, PreferredLocalityOutranksTheWeightedScoreWithinANode) {
+  TestCluster cluster;
+  cluster.Add(MakeNode().Name("pairs").Profile("pairs").Replicas(2).Allocatable(16).Obj());
+  for (int g : {0, 2}) {
+    cluster.Add(MakePod()
+                    .Name("busy-" + std::to_string(g))
+                    .Gpus(1)
+                    .OnNode("pairs")
+                    .Assigned(std::to_string(g))
+                    .Obj());
+  }
+  PresetSpec spec;
+  spec.name = "packs";
+  spec.components = {{"fragmentation", 10, {}}, {"locality", 0.01, {}}};
+  const auto preset = *BuildPreset(spec, BuiltinComponents());
+  const topology::TopologyShape& shape = cluster.Node("pairs")->shape();
+  const PodInfo two = MakePod().Name("two").Gpus(2).Obj();
+  // Without a locality preference fragmentation takes the half-used GPUs 0 and 2.
+  const NodeEvaluation loose = EvaluateNode(
+      *RequirementsOf(
+          MakePod().Name("two").Gpus(2).Annotation("gputopo.io/locality", "none").Obj()),
+      *cluster.Node("pairs"), *preset);
+  ASSERT_TRUE(loose.fits());
+  ASSERT_EQ(loose.gpus, Bit(0) | Bit(2)) << "the scenario needs a split set to score best";
+  EXPECT_FALSE(loose.locality_missed);
+  // With the default preference (nvlink for N > 1) it gets a whole pair.
+  const NodeEvaluation tiered = EvaluateNode(*RequirementsOf(two), *cluster.Node("pairs"), *preset);
+  ASSERT_TRUE(tiered.fits());
+  EXPECT_TRUE(shape.InOneIsland(tiered.gpus)) << ToIndices(tiered.gpus).front();
+  EXPECT_FALSE(tiered.locality_missed);
+  int filled = 0;
+  // One GPU of every pair used up (both its slots): no pair has two free GPUs, the pod still
+  // fits on the others, and the miss is marked.
+  for (int g : {0, 2, 4, 4, 6, 6}) {
+    cluster.Add(MakePod()
+                    .Name("full-" + std::to_string(g) + "-" + std::to_string(++filled))
+                    .Gpus(1)
+                    .OnNode("pairs")
+                    .Assigned(std::to_string(g))
+                    .Obj());
+  }
+  const NodeEvaluation missed = EvaluateNode(*RequirementsOf(two), *cluster.Node("pairs"), *preset);
+  ASSERT_TRUE(missed.fits());
+  EXPECT_FALSE(shape.InOneIsland(missed.gpus));
+  EXPECT_TRUE(missed.locality_missed);
+  EXPECT_TRUE(EvaluationRef::To(missed).locality_missed);
+}
+
 TEST(EvaluationTest, ExclusivePodsNeitherShareNorGetShared) {
   TestCluster cluster;
   cluster.Add(MakeNode().Name("n").Profile("pcie8").Replicas(4).Allocatable(32).Obj());

@@ -53,3 +53,26 @@ TEST(NormalizeScoresTest, RankGivesTheBestTenAndEachNextDistinctScoreOneLess) {
 
 }  // namespace
 }  // namespace gputopo::policies
+
+namespace gputopo::policies {
+namespace {
+
+TEST(NormalizeScoresTest, RankPutsNodesThatMissedLocalityBelowEveryNodeThatMetIt) {
+  const auto input = [](double w, bool missed, ScoreNormalization mode) {
+    return std::optional<double>(NormalizationInput(w, missed, mode));
+  };
+  const ScoreNormalization rank = ScoreNormalization::kRank;
+  // 9.5 and 8 missed the pod's NVLink island; 3 and 1 met it.
+  EXPECT_EQ(NormalizeScores({input(9.5, true, rank), input(3.0, false, rank),
+                             input(8.0, true, rank), input(1.0, false, rank)},
+                            rank),
+            (std::vector<int>{8, 10, 7, 9}));
+  // The other modes leave the weighted score alone.
+  for (ScoreNormalization mode : {ScoreNormalization::kNone, ScoreNormalization::kMinMax}) {
+    EXPECT_EQ(NormalizationInput(9.5, true, mode), 9.5);
+  }
+  EXPECT_EQ(NormalizationInput(9.5, false, rank), 9.5);
+}
+
+}  // namespace
+}  // namespace gputopo::policies

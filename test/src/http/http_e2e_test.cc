@@ -87,6 +87,23 @@ TEST_F(ServerTest, NodeSummaryCountsTheIslandsTheNodeViewLists) {
   }
 }
 
+// A 4-GPU pod prefers one NVLink island (the default for N > 1): /debug marks the node whose
+// links are known and cannot give it one, and not the node that can.
+TEST_F(ServerTest, DebugMarksTheNodesWhereAMultiGpuPodMissesItsIsland) {
+  json cluster = BaseCluster();
+  cluster["items"].push_back(Node("pcie", 4, {{"gputopo.io/topology-profile", "pcie-4gpu-2numa"}}));
+  StartWith(cluster);
+  const json reply =
+      PostJson("/filter", Args(PodObject(cluster, "train"), {"pcie", "h100"}).dump());
+  ASSERT_EQ(reply["NodeNames"].size(), 2u) << reply.dump();
+  const json why = Get("/debug/pods/ml/train");
+  std::map<std::string, json> nodes;
+  for (const json& n : why["filter"]["nodes"]) nodes[n["node"]] = n;
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes["pcie"].value("localityMissed", false), true) << nodes["pcie"].dump();
+  EXPECT_FALSE(nodes["h100"].contains("localityMissed")) << nodes["h100"].dump();
+}
+
 TEST_F(ServerTest, PrioritizeThenBindChoosesTheBestNodeAndRecordsTheGpus) {
   const json cluster = BaseCluster();
   StartWith(cluster);
