@@ -1,8 +1,8 @@
 #include "cluster/cluster_state.h"
 
 #include <algorithm>
-#include <limits>
 
+#include "gputopo/saturating.h"
 #include "gputopo/well_known.h"
 #include "policies/requirements/pod_requirements.h"
 
@@ -17,18 +17,6 @@ using policies::NodeSummary;
 using policies::PodPlacement;
 using policies::PodRequirements;
 using policies::RequirementsOf;
-
-namespace {
-
-// Requests are capped far below INT64_MAX each, but many of them must not wrap either.
-int64_t SaturatingSum(int64_t a, int64_t b) {
-  if (b > 0 && a > std::numeric_limits<int64_t>::max() - b) {
-    return std::numeric_limits<int64_t>::max();
-  }
-  return a + b;
-}
-
-}  // namespace
 
 std::vector<std::string> SplitAssignedGpus(std::string_view value) {
   std::vector<std::string> out;
@@ -75,6 +63,7 @@ void ClusterState::Reset(const std::vector<NodeInfo>& nodes, const std::vector<P
   pods_by_node_.clear();
   host_pods_.clear();
   host_use_.clear();
+  deferred_rebuilds_.emplace();  // every node is rebuilt below
   for (const NodeInfo& node : nodes) {
     nodes_.insert_or_assign(node.name, NodeEntry{node, resolver_.Resolve(node)});
   }
@@ -90,6 +79,7 @@ void ClusterState::Reset(const std::vector<NodeInfo>& nodes, const std::vector<P
     }
     PutPodLocked(pod);
   }
+  deferred_rebuilds_.reset();
   RebuildAllLocked();
 }
 
@@ -132,6 +122,7 @@ void ClusterState::ReplacePods(const std::vector<PodInfo>& pods) {
   for (const auto& [uid, entry] : host_pods_) {
     if (fresh.count(uid) == 0) gone_host.push_back(uid);
   }
+  deferred_rebuilds_.emplace();
   for (const std::string& uid : gone_host) PutHostPodLocked(uid, {});
   for (const std::string& uid : gone) {
     auto it = pods_.find(uid);
@@ -139,6 +130,9 @@ void ClusterState::ReplacePods(const std::vector<PodInfo>& pods) {
     pods_.erase(it);
   }
   for (const PodInfo& pod : pods) PutPodLocked(pod);
+  const std::set<std::string, std::less<>> touched = std::move(*deferred_rebuilds_);
+  deferred_rebuilds_.reset();
+  for (const std::string& name : touched) RebuildNodeLocked(name);
   PublishLocked();
 }
 
@@ -291,18 +285,22 @@ void ClusterState::PutHostPodLocked(const std::string& uid, HostPod pod) {
     }
     const std::string old_node = old.node;
     host_pods_.erase(it);
-    RebuildNodeLocked(old_node);
+    if (old_node != pod.node) RebuildNodeLocked(old_node);  // else rebuilt once, below
   }
   if (pod.node.empty()) return;
   auto& use = host_use_[pod.node];
-  use.first = SaturatingSum(use.first, pod.cpu_milli);
-  use.second = SaturatingSum(use.second, pod.memory_bytes);
+  use.first = SaturatingAdd(use.first, pod.cpu_milli);
+  use.second = SaturatingAdd(use.second, pod.memory_bytes);
   const std::string node = pod.node;
   host_pods_.emplace(uid, std::move(pod));
   RebuildNodeLocked(node);
 }
 
 void ClusterState::RebuildNodeLocked(const std::string& name) {
+  if (deferred_rebuilds_) {
+    deferred_rebuilds_->insert(name);
+    return;
+  }
   auto node_it = nodes_.find(name);
   auto index_it = index_->find(name);
   if (node_it == nodes_.end() || index_it == index_->end()) return;  // node not known (yet)
@@ -329,9 +327,9 @@ void ClusterState::RebuildNodeLocked(const std::string& name) {
       placement.recorded = entry.recorded;
       placement.cpu_milli = entry.info.cpu_request_milli;
       placement.memory_bytes = entry.info.memory_request_bytes;
-      host.cpu_requested_milli = SaturatingSum(host.cpu_requested_milli, placement.cpu_milli);
+      host.cpu_requested_milli = SaturatingAdd(host.cpu_requested_milli, placement.cpu_milli);
       host.memory_requested_bytes =
-          SaturatingSum(host.memory_requested_bytes, placement.memory_bytes);
+          SaturatingAdd(host.memory_requested_bytes, placement.memory_bytes);
       Result<PodRequirements> req = RequirementsOf(entry.info);
       if (req.ok()) {
         placement.group = req->group;

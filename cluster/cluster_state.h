@@ -181,6 +181,9 @@ class ClusterState {
   WorkloadLearner learner_ GPUTOPO_GUARDED_BY(mutex_);
   std::shared_ptr<const policies::ObservedWorkload> workload_ GPUTOPO_GUARDED_BY(mutex_);
   bool workload_changed_ GPUTOPO_GUARDED_BY(mutex_) = false;  // nodes not yet rebuilt with it
+  // While set, RebuildNodeLocked only notes the node: a relist (Reset, ReplacePods) rebuilds
+  // each node it touched once at its end, not once per pod.
+  std::optional<std::set<std::string, std::less<>>> deferred_rebuilds_ GPUTOPO_GUARDED_BY(mutex_);
   uint64_t next_version_ GPUTOPO_GUARDED_BY(mutex_) = 1;
   uint64_t generation_ GPUTOPO_GUARDED_BY(mutex_) = 0;
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "gputopo/saturating.h"
 #include "gputopo/well_known.h"
 #include "src/codec/k8s_json.h"
 #include "src/codec/k8s_ondemand.h"
@@ -153,12 +154,6 @@ Result<std::vector<ContainerRequests>> DecodeContainers(value list) {
     out.push_back(*c);
   }
   return out;
-}
-
-// a + b for amounts that are never negative, saturating at INT64_MAX (kGpuRequestOverflow)
-// instead of wrapping: a wrapped sum could come out as 0 and the pod would need nothing.
-int64_t SaturatingAdd(int64_t a, int64_t b) {
-  return a > kGpuRequestOverflow - b ? kGpuRequestOverflow : a + b;
 }
 
 // kube-scheduler's effective request of one resource: regular containers plus sidecars run

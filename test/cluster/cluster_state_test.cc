@@ -842,6 +842,25 @@ TEST_F(ClusterStateTest, ResetReplacesEverything) {
   EXPECT_THAT(UsedGpus(*Node("h9")), ElementsAre(0));
 }
 
+// A relist touches each node once: versions are unique and increasing across all NodeStates, so
+// a node rebuilt once per pod would have moved by more than one.
+TEST_F(ClusterStateTest, ReplacePodsRebuildsEachTouchedNodeOnce) {
+  cluster_.Add(H100Node("h1"));
+  cluster_.Add(H100Node("h2"));
+  cluster_.Add(BoundPod("old", "h1", "GPU-h100-0"));
+  const uint64_t h2_version = Node("h2")->version();
+  const uint64_t newest = std::max(Node("h1")->version(), h2_version);
+
+  state().ReplacePods({BoundPod("a", "h1", "GPU-h100-1"), BoundPod("b", "h1", "GPU-h100-2"),
+                       MakePod().Name("cpu").Requests(4000, 0).OnNode("h1").Obj()});
+
+  EXPECT_EQ(Node("h1")->version(), newest + 1);
+  EXPECT_THAT(UsedGpus(*Node("h1")), ElementsAre(1, 2));
+  EXPECT_EQ(Node("h1")->host().cpu_requested_milli, 4000);
+  EXPECT_EQ(Node("h2")->version(), h2_version);  // untouched
+  EXPECT_EQ(state().Counts().pods, 2u);
+}
+
 TEST_F(ClusterStateTest, ResetKeepsReservationsOfPodsStillPending) {
   cluster_.Add(H100Node("h1"));
   const PodInfo kept = PendingPod("kept");
