@@ -240,6 +240,82 @@ void BM_FilterCold(benchmark::State& state) {
   }
 }
 
+// All-pod mode (manifests/variants/all-pods, the pack preset): a CPU-only pod's whole cycle,
+// filter then prioritize, each parsed and answered as the handlers do, over every node with the
+// cache warm. One fixture per node count, its nodes with CPU and memory allocatable.
+struct GpuLessFixture {
+  std::unique_ptr<app::App> app;
+  std::string body;
+  app::SystemClock clock;
+
+  explicit GpuLessFixture(int nodes) {
+    std::mt19937_64 rng(2);
+    json items = json::array();
+    std::vector<std::string> names;
+    for (int i = 0; i < nodes; ++i) {
+      const std::string name = "gpu-node-" + std::to_string(i);
+      names.push_back(name);
+      items.push_back(
+          {{"apiVersion", "v1"},
+           {"kind", "Node"},
+           {"metadata",
+            {{"name", name},
+             {"labels",
+              {{"gputopo.io/topology-profile", i % 2 ? "dgx1-v100" : "hgx-h100"},
+               {"nvidia.com/gpu.replicas", "4"}}}}},
+           {"status",
+            {{"allocatable", {{"nvidia.com/gpu", "32"}, {"cpu", "96"}, {"memory", "512Gi"}}}}}});
+      for (int p = 0; p < 10; ++p) {
+        const bool gpu = p % 2 == 0;
+        json requests = {{"cpu", std::to_string(1 + rng() % 8)}, {"memory", "8Gi"}};
+        if (gpu) requests["nvidia.com/gpu"] = "1";
+        json annotations = json::object();
+        if (gpu) annotations["gputopo.io/assigned-gpus"] = std::to_string(rng() % 8);
+        items.push_back(
+            {{"apiVersion", "v1"},
+             {"kind", "Pod"},
+             {"metadata",
+              {{"name", "p" + std::to_string(i) + "-" + std::to_string(p)},
+               {"namespace", "prod"},
+               {"uid", "u" + std::to_string(i) + "-" + std::to_string(p)},
+               {"annotations", annotations}}},
+             {"spec",
+              {{"nodeName", name},
+               {"containers", {{{"name", "m"}, {"resources", {{"requests", requests}}}}}}}},
+             {"status", {{"phase", "Running"}}}});
+      }
+    }
+    app::AppOptions options;
+    options.default_preset = "pack";
+    options.snapshot_json = json({{"kind", "List"}, {"items", items}}).dump();
+    app = std::move(app::App::Create(options, clock).value());
+    std::shuffle(names.begin(), names.end(), rng);
+    const json pod = {
+        {"metadata", {{"name", "cpu-only"}, {"namespace", "bench"}, {"uid", "cpu-only-uid"}}},
+        {"spec",
+         {{"containers",
+           {{{"name", "m"}, {"resources", {{"requests", {{"cpu", "4"}, {"memory", "16Gi"}}}}}}}}}}};
+    body = json({{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", names}}).dump();
+  }
+};
+
+void BM_GpuLessCycle(benchmark::State& state) {
+  static std::map<int, std::unique_ptr<GpuLessFixture>> fixtures;  // benchmark-local
+  auto& f = fixtures[static_cast<int>(state.range(0))];
+  if (!f) f = std::make_unique<GpuLessFixture>(static_cast<int>(state.range(0)));
+  extender::ExtenderRequestParser parser(256u << 20);
+  service::ExtenderService& service = f->app->extender_service();
+  for (auto _ : state) {
+    auto filter_args = parser.ParseArgs(f->body);
+    auto filtered = service.Filter(**filter_args);
+    benchmark::DoNotOptimize(extender::WriteFilterResult(**filter_args, filtered.outcomes));
+    auto prioritize_args = parser.ParseArgs(f->body);
+    auto scored = service.Prioritize(**prioritize_args);
+    benchmark::DoNotOptimize(extender::WritePriorityList(**prioritize_args, scored.scores));
+    f->app->decision_recorder().Flush();  // the commits, in this thread
+  }
+}
+
 BENCHMARK(BM_ParseNodeNames_Simdjson)->Arg(5000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ParseNodeNames_Nlohmann)->Arg(5000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ParseFullNodes_Simdjson)->Arg(5000)->Unit(benchmark::kMillisecond);
@@ -251,6 +327,7 @@ BENCHMARK(BM_FindNodeNamesWarm)->Arg(5000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_WriteFilterResult)->Arg(5000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_WritePriorityList)->Arg(5000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FilterCold)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_GpuLessCycle)->Arg(500)->Arg(5000)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace gputopo::bench
