@@ -1,7 +1,8 @@
 // Microbenchmarks of the request path, without HTTP: parsing an ExtenderArgs body (simdjson, as
 // the server does, against nlohmann for reference), and the filter service on a parsed request
 // over N nodes, with the evaluation cache warm (the next replica of a Deployment) and cold (a
-// pod shape never seen, every node evaluated).
+// pod shape never seen, every node evaluated); and a GPU-less pod's filter and prioritize in
+// all-pod mode.
 #include <benchmark/benchmark.h>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +18,36 @@ namespace {
 
 using nlohmann::json;
 
+// Node i of a bench cluster: 8 GPUs time-sliced 4 ways, a DGX-1 or an HGX H100 by turns;
+// `allocatable` beside nvidia.com/gpu (CPU and memory, for all-pod mode).
+json BenchNode(int i, const json& allocatable = json::object()) {
+  json all = allocatable;
+  all["nvidia.com/gpu"] = "32";
+  return {{"apiVersion", "v1"},
+          {"kind", "Node"},
+          {"metadata",
+           {{"name", "gpu-node-" + std::to_string(i)},
+            {"labels",
+             {{"gputopo.io/topology-profile", i % 2 ? "dgx1-v100" : "hgx-h100"},
+              {"nvidia.com/gpu.replicas", "4"}}}}},
+          {"status", {{"allocatable", all}}}};
+}
+
+// Pod p of node i's bound pods, running with `requests` and `annotations`.
+json BenchPod(int i, int p, const json& requests, const json& annotations) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata",
+           {{"name", "p" + std::to_string(i) + "-" + std::to_string(p)},
+            {"namespace", "prod"},
+            {"uid", "u" + std::to_string(i) + "-" + std::to_string(p)},
+            {"annotations", annotations}}},
+          {"spec",
+           {{"nodeName", "gpu-node-" + std::to_string(i)},
+            {"containers", {{{"name", "m"}, {"resources", {{"requests", requests}}}}}}}},
+          {"status", {{"phase", "Running"}}}};
+}
+
 // A cluster of `nodes` 8-GPU nodes (4 replicas each) with 10 pods each, and an args body for a
 // pending pod with `milli` share (distinct milli values are distinct pod shapes).
 struct Fixture {
@@ -30,32 +61,13 @@ struct Fixture {
     json items = json::array();
     std::vector<std::string> names;
     for (int i = 0; i < nodes; ++i) {
-      const std::string name = "gpu-node-" + std::to_string(i);
-      names.push_back(name);
-      items.push_back({{"apiVersion", "v1"},
-                       {"kind", "Node"},
-                       {"metadata",
-                        {{"name", name},
-                         {"labels",
-                          {{"gputopo.io/topology-profile", i % 2 ? "dgx1-v100" : "hgx-h100"},
-                           {"nvidia.com/gpu.replicas", "4"}}}}},
-                       {"status", {{"allocatable", {{"nvidia.com/gpu", "32"}}}}}});
+      names.push_back("gpu-node-" + std::to_string(i));
+      items.push_back(BenchNode(i));
       for (int p = 0; p < 10; ++p) {
         items.push_back(
-            {{"apiVersion", "v1"},
-             {"kind", "Pod"},
-             {"metadata",
-              {{"name", "p" + std::to_string(i) + "-" + std::to_string(p)},
-               {"namespace", "prod"},
-               {"uid", "u" + std::to_string(i) + "-" + std::to_string(p)},
-               {"annotations",
-                {{"gputopo.io/assigned-gpus", std::to_string(rng() % 8)},
-                 {"gputopo.io/group", "svc" + std::to_string(rng() % (nodes / 2 + 1))}}}}},
-             {"spec",
-              {{"nodeName", name},
-               {"containers",
-                {{{"name", "m"}, {"resources", {{"requests", {{"nvidia.com/gpu", "1"}}}}}}}}}},
-             {"status", {{"phase", "Running"}}}});
+            BenchPod(i, p, {{"nvidia.com/gpu", "1"}},
+                     {{"gputopo.io/assigned-gpus", std::to_string(rng() % 8)},
+                      {"gputopo.io/group", "svc" + std::to_string(rng() % (nodes / 2 + 1))}}));
       }
     }
     app::AppOptions options;
@@ -253,36 +265,17 @@ struct GpuLessFixture {
     json items = json::array();
     std::vector<std::string> names;
     for (int i = 0; i < nodes; ++i) {
-      const std::string name = "gpu-node-" + std::to_string(i);
-      names.push_back(name);
-      items.push_back(
-          {{"apiVersion", "v1"},
-           {"kind", "Node"},
-           {"metadata",
-            {{"name", name},
-             {"labels",
-              {{"gputopo.io/topology-profile", i % 2 ? "dgx1-v100" : "hgx-h100"},
-               {"nvidia.com/gpu.replicas", "4"}}}}},
-           {"status",
-            {{"allocatable", {{"nvidia.com/gpu", "32"}, {"cpu", "96"}, {"memory", "512Gi"}}}}}});
-      for (int p = 0; p < 10; ++p) {
+      names.push_back("gpu-node-" + std::to_string(i));
+      items.push_back(BenchNode(i, {{"cpu", "96"}, {"memory", "512Gi"}}));
+      for (int p = 0; p < 10; ++p) {  // half of them GPU-less
         const bool gpu = p % 2 == 0;
         json requests = {{"cpu", std::to_string(1 + rng() % 8)}, {"memory", "8Gi"}};
-        if (gpu) requests["nvidia.com/gpu"] = "1";
         json annotations = json::object();
-        if (gpu) annotations["gputopo.io/assigned-gpus"] = std::to_string(rng() % 8);
-        items.push_back(
-            {{"apiVersion", "v1"},
-             {"kind", "Pod"},
-             {"metadata",
-              {{"name", "p" + std::to_string(i) + "-" + std::to_string(p)},
-               {"namespace", "prod"},
-               {"uid", "u" + std::to_string(i) + "-" + std::to_string(p)},
-               {"annotations", annotations}}},
-             {"spec",
-              {{"nodeName", name},
-               {"containers", {{{"name", "m"}, {"resources", {{"requests", requests}}}}}}}},
-             {"status", {{"phase", "Running"}}}});
+        if (gpu) {
+          requests["nvidia.com/gpu"] = "1";
+          annotations["gputopo.io/assigned-gpus"] = std::to_string(rng() % 8);
+        }
+        items.push_back(BenchPod(i, p, requests, annotations));
       }
     }
     app::AppOptions options;

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <random>
 #include <set>
+#include <string>
 
 #include "policies/fragmentation/fragmentation.h"
 #include "policies/registry/component_registry.h"
@@ -33,6 +35,20 @@ bool AllPairsNvLink(const topology::TopologyShape& shape, GpuMask gpus) {
     }
   }
   return true;
+}
+
+// Binds a 1-GPU pod to each of `gpus` (repeats allowed) of `node`, named `prefix`-<gpu>-<k>.
+void BindOnePerGpu(TestCluster& cluster, const std::string& node, std::initializer_list<int> gpus,
+                   const std::string& prefix) {
+  int k = 0;
+  for (int g : gpus) {
+    cluster.Add(MakePod()
+                    .Name(prefix + "-" + std::to_string(g) + "-" + std::to_string(++k))
+                    .Gpus(1)
+                    .OnNode(node)
+                    .Assigned(std::to_string(g))
+                    .Obj());
+  }
 }
 
 TEST(EvaluationTest, ReplicasLandOnDistinctGpusWhileDistinctGpusRemain) {
@@ -175,14 +191,7 @@ TEST(EvaluationTest, RequiredIslandWithoutEnoughFreeGpusIsUnschedulable) {
   TestCluster cluster;
   cluster.Add(MakeNode().Name("pairs").Profile("pairs").Replicas(1).Allocatable(8).Obj());
   // One GPU of every NVLink pair busy: 4 GPUs free, but no free pair.
-  for (int g : {0, 2, 4, 6}) {
-    cluster.Add(MakePod()
-                    .Name("busy-" + std::to_string(g))
-                    .Gpus(1)
-                    .OnNode("pairs")
-                    .Assigned(std::to_string(g))
-                    .Obj());
-  }
+  BindOnePerGpu(cluster, "pairs", {0, 2, 4, 6}, "busy");
   NodeEvaluation e = cluster.Evaluate(
       MakePod().Name("p").Gpus(2).Annotation("gputopo.io/locality-mode", "required").Obj(),
       "pairs");
@@ -218,14 +227,7 @@ TEST(EvaluationTest, PreferredLocalityRanksNvLinkNodesAbovePcieNodes) {
 TEST(EvaluationTest, PreferredLocalityOutranksTheWeightedScoreWithinANode) {
   TestCluster cluster;
   cluster.Add(MakeNode().Name("pairs").Profile("pairs").Replicas(2).Allocatable(16).Obj());
-  for (int g : {0, 2}) {
-    cluster.Add(MakePod()
-                    .Name("busy-" + std::to_string(g))
-                    .Gpus(1)
-                    .OnNode("pairs")
-                    .Assigned(std::to_string(g))
-                    .Obj());
-  }
+  BindOnePerGpu(cluster, "pairs", {0, 2}, "busy");
   PresetSpec spec;
   spec.name = "packs";
   spec.components = {{"fragmentation", 10, {}}, {"locality", 0.01, {}}};
@@ -245,17 +247,9 @@ TEST(EvaluationTest, PreferredLocalityOutranksTheWeightedScoreWithinANode) {
   ASSERT_TRUE(tiered.fits());
   EXPECT_TRUE(shape.InOneIsland(tiered.gpus)) << ToIndices(tiered.gpus).front();
   EXPECT_FALSE(tiered.locality_missed);
-  int filled = 0;
   // One GPU of every pair used up (both its slots): no pair has two free GPUs, the pod still
   // fits on the others, and the miss is marked.
-  for (int g : {0, 2, 4, 4, 6, 6}) {
-    cluster.Add(MakePod()
-                    .Name("full-" + std::to_string(g) + "-" + std::to_string(++filled))
-                    .Gpus(1)
-                    .OnNode("pairs")
-                    .Assigned(std::to_string(g))
-                    .Obj());
-  }
+  BindOnePerGpu(cluster, "pairs", {0, 2, 4, 4, 6, 6}, "full");
   const NodeEvaluation missed = EvaluateNode(*RequirementsOf(two), *cluster.Node("pairs"), *preset);
   ASSERT_TRUE(missed.fits());
   EXPECT_FALSE(shape.InOneIsland(missed.gpus));
