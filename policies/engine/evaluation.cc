@@ -188,21 +188,16 @@ class CandidateSearch {
   void Consider(GpuMask gpus) {
     ++candidates_;
     const bool met = !tiered_ || LocalityTargetMet(locality_, shape_, gpus);
-    if (best_ != 0 && met != best_met_) {
-      if (!met) return;  // a set that meets the target beats every set that does not
-    } else if (best_ != 0) {
-      const double score = WeightedScore(gpus);
-      if (score < best_score_ ||
-          (score == best_score_ && !topology::LexicographicallySmaller(gpus, best_))) {
-        return;
-      }
-      best_ = gpus;
-      best_score_ = score;
+    if (best_ != 0 && best_met_ && !met) return;  // a set that meets the target beats the rest
+    const double score = WeightedScore(gpus);
+    if (best_ != 0 && met == best_met_ &&
+        (score < best_score_ ||
+         (score == best_score_ && !topology::LexicographicallySmaller(gpus, best_)))) {
       return;
     }
     best_ = gpus;
     best_met_ = met;
-    best_score_ = WeightedScore(gpus);
+    best_score_ = score;
   }
 
   GpuMask best() const { return best_; }
