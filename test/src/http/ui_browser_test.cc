@@ -1,12 +1,14 @@
 // GET /ui in a real browser: headless Chromium (Debian's chromium) loads the demo cluster's pages
 // from a running gputopo, and the tests read the DOM it rendered: every GPU of a DGX-1 drawn, the
 // NVLink edges as the topology has them, a bound pod's GPUs highlighted, a hostile pod name shown
-// as text. Screenshots are saved beside the test binary (ui-*.png).
+// as text, a bind made after the first render shown without a reload. Screenshots are saved
+// beside the test binary (ui-*.png).
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -15,6 +17,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "src/app/app.h"
 #include "src/app/demo.h"
@@ -26,6 +29,8 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kHostileName = "<img src=x onerror=alert(1)>";
+// A pending pod that SetUp leaves unscheduled, for the live refresh test to bind.
+constexpr const char* kLatePod = "late-arrival";
 
 std::string Chromium() {
   for (const char* path : {"/usr/bin/chromium", "/usr/bin/chromium-browser"}) {
@@ -77,6 +82,17 @@ class UiBrowserTest : public ::testing::Test {
                            {"limits", {{"nvidia.com/gpu", "1"}}}}}}}}}},
                     {"status", {{"phase", "Running"}}}};
     cluster["items"].push_back(hostile);
+    json late = {{"apiVersion", "v1"},
+                 {"kind", "Pod"},
+                 {"metadata", {{"name", kLatePod}, {"namespace", "demo"}, {"uid", "uid-late"}}},
+                 {"spec",
+                  {{"containers",
+                    {{{"name", "main"},
+                      {"resources",
+                       {{"requests", {{"nvidia.com/gpu", "2"}}},
+                        {"limits", {{"nvidia.com/gpu", "2"}}}}}}}}}},
+                 {"status", {{"phase", "Pending"}}}};
+    cluster["items"].push_back(late);
     app::AppOptions options;
     options.server.http.port = 0;
     options.snapshot_json = cluster.dump();
@@ -85,10 +101,18 @@ class UiBrowserTest : public ::testing::Test {
     app_ = std::move(created).value();
     ASSERT_TRUE(app_->Start().ok());
     std::vector<std::string> names;
-    for (const NodeInfo& node : app_->cluster().Nodes()) names.push_back(node.name);
+    for (const NodeInfo& node : app_->cluster().Nodes()) node_names_.push_back(node.name);
+    std::vector<std::string> pending;
+    for (std::string& pod : app_->cluster().PendingPodObjects()) {
+      if (json::parse(pod)["metadata"]["name"] == kLatePod) {
+        late_pod_ = std::move(pod);
+      } else {
+        pending.push_back(std::move(pod));
+      }
+    }
+    ASSERT_FALSE(late_pod_.empty());
     std::ostringstream report;
-    auto replay = app::ReplayPods("127.0.0.1", app_->port(), app_->cluster().PendingPodObjects(),
-                                  names, report);
+    auto replay = app::ReplayPods("127.0.0.1", app_->port(), pending, node_names_, report);
     ASSERT_TRUE(replay.ok()) << replay.status().ToString();
     profile_ =
         std::filesystem::temp_directory_path() / ("gputopo-chromium-" + std::to_string(::getpid()));
@@ -98,22 +122,23 @@ class UiBrowserTest : public ::testing::Test {
     std::filesystem::remove_all(profile_);
   }
 
-  std::string Url(const std::string& fragment) const {
-    return "http://127.0.0.1:" + std::to_string(app_->port()) + "/ui" + fragment;
+  // The page at `fragment`, from gputopo or from another server on `port`.
+  std::string Url(const std::string& fragment, int port = 0) const {
+    return "http://127.0.0.1:" + std::to_string(port != 0 ? port : app_->port()) + "/ui" + fragment;
   }
   // The DOM once the page's scripts have run: Chromium's virtual time runs the page's timers
   // and fetches to completion before it dumps, so no wall-clock wait is involved. `timeout`
   // only stops a browser that hangs altogether.
-  std::string Dom(const std::string& fragment, const std::string& screenshot) {
+  std::string Dom(const std::string& fragment, const std::string& screenshot, int port = 0) {
     const std::string flags =
         " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage "
         "--no-first-run --user-data-dir=" +
         profile_.string() + " --virtual-time-budget=15000 --window-size=1400,1000 ";
     const std::string dom = Capture("timeout 300 " + chromium_ + flags + "--dump-dom '" +
-                                    Url(fragment) + "' 2>/dev/null");
+                                    Url(fragment, port) + "' 2>/dev/null");
     if (!screenshot.empty()) {
       Capture("timeout 300 " + chromium_ + flags + "--screenshot=" + screenshot + " '" +
-              Url(fragment) + "' >/dev/null 2>&1");
+              Url(fragment, port) + "' >/dev/null 2>&1");
     }
     return dom;
   }
@@ -126,6 +151,8 @@ class UiBrowserTest : public ::testing::Test {
 
   std::string chromium_;
   std::filesystem::path profile_;
+  std::vector<std::string> node_names_;
+  std::string late_pod_;  // the Pod object of kLatePod, still pending
   FakeClock clock_;
   std::unique_ptr<app::App> app_;
 };
@@ -214,6 +241,77 @@ TEST_F(UiBrowserTest, OverviewShowsEveryNodeGroupedByMachineAndStaysSmall) {
   EXPECT_EQ(second["nodes"][0]["name"], nodes["nodes"][1]["name"]);
   EXPECT_NE(page->get_header_value("Content-Security-Policy").find("default-src 'none'"),
             std::string::npos);
+}
+
+// "<used>/<total> slots" of the overview row of `node` in `dom`, or "" when there is none.
+std::string OverviewSlots(const std::string& dom, const std::string& node) {
+  const size_t row = dom.find("data-node=\"" + node + "\"");
+  if (row == std::string::npos) return "";
+  const std::string open = "<span class=\"muted\">";
+  const size_t start = dom.find(open, row);
+  if (start == std::string::npos) return "";
+  const size_t end = dom.find(" slots</span>", start);
+  return end == std::string::npos ? "" : dom.substr(start + open.size(), end - start - open.size());
+}
+
+// The overview refreshes itself: the page is served through a proxy that binds kLatePod just
+// before it forwards the page's second fetch of the node list, so the bind exists only after
+// the first render. The one page load must end up showing it. The browser waits for each fetch
+// (virtual time stops while one is in flight), so the order is fixed, not a race.
+TEST_F(UiBrowserTest, OverviewRefreshesLiveWithoutAReload) {
+  const json before = Get("/debug/nodes");
+  std::atomic<int> node_list_fetches{0};
+  std::string bound_node;  // written by the proxy's handler before its reply; read after
+  std::string bind_error;
+  httplib::Server proxy;
+  proxy.Get(".*", [&](const httplib::Request& req, httplib::Response& res) {
+    if (req.path == "/debug/nodes" && ++node_list_fetches == 2) {
+      std::ostringstream report;
+      auto placed = app::ReplayPods("127.0.0.1", app_->port(), {late_pod_}, node_names_, report);
+      if (!placed.ok()) {
+        bind_error = placed.status().ToString();
+      } else if (placed->empty() || placed->front().node.empty()) {
+        bind_error = "not placed: " + report.str();
+      } else {
+        bound_node = placed->front().node;
+      }
+    }
+    httplib::Client upstream("127.0.0.1", app_->port());
+    auto answer = upstream.Get(req.target);
+    if (!answer) {
+      res.status = 502;
+      return;
+    }
+    res.status = answer->status;
+    for (const auto& [key, value] : answer->headers) {
+      if (key == "Content-Type" || key == "Content-Security-Policy") res.set_header(key, value);
+    }
+    res.body = answer->body;
+  });
+  const int port = proxy.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread serving([&] { proxy.listen_after_bind(); });
+  const std::string dom =
+      Dom("#/", (std::filesystem::current_path() / "ui-live.png").string(), port);
+  proxy.stop();
+  serving.join();
+
+  ASSERT_TRUE(bind_error.empty()) << bind_error;
+  ASSERT_FALSE(bound_node.empty())
+      << "the page fetched the node list only " << node_list_fetches.load() << " time(s)";
+  std::string slots_before;
+  for (const json& n : before["nodes"]) {
+    if (n["name"] == bound_node) {
+      slots_before = std::to_string(n["slotsUsed"].get<int>()) + "/" +
+                     std::to_string(n["slotsTotal"].get<int>());
+    }
+  }
+  const json after = Get("/debug/nodes/" + bound_node);
+  ASSERT_TRUE(after.contains("slotsUsed")) << after.dump();
+  const std::string slots_after = std::to_string(after["slotsUsed"].get<int>()) + "/" +
+                                  std::to_string(after["slotsTotal"].get<int>());
+  ASSERT_NE(slots_before, slots_after) << "the bind did not change " << bound_node;
+  EXPECT_EQ(OverviewSlots(dom, bound_node), slots_after) << dom.substr(0, 3000);
 }
 
 }  // namespace
