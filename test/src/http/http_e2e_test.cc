@@ -418,6 +418,53 @@ TEST_F(ServerTest, BindFailuresLeaveNoReservationBehind) {
   EXPECT_EQ(Get("/debug")["bindsInFlight"], 0);
 }
 
+// What /ui loads for its overview at 5000 nodes stays under 1 MiB: the page and one page of the
+// node list (100 nodes), with every node of that page full and each of its 32 pods in a group of
+// its own, the longest names Kubernetes allows (the most a summary holds).
+TEST_F(ServerTest, UiOverviewAt5000NodesLoadsUnderOneMebibyte) {
+  constexpr int kNodes = 5000;
+  constexpr int kPage = 100;
+  json items = json::array();
+  auto padded = [](int i) {
+    std::string digits = std::to_string(i);
+    return std::string(4 - digits.size(), '0') + digits;
+  };
+  for (int i = 0; i < kNodes; ++i) {
+    const std::string name = "gpu-node-" + padded(i);
+    items.push_back(
+        Node(name, 32,
+             {{"gputopo.io/topology-profile", "dgx1-v100"}, {"nvidia.com/gpu.replicas", "4"}}));
+    if (i >= kPage) continue;
+    for (int p = 0; p < 32; ++p) {
+      std::string group = "team-" + padded(i) + "-" + std::to_string(p) + "-";
+      group += std::string(63 - group.size(), 'g');
+      items.push_back(
+          Pod("ml", name + "-pod-" + std::to_string(p), 1,
+              {{"gputopo.io/assigned-gpus", std::to_string(p / 4)}, {"gputopo.io/group", group}},
+              name));
+    }
+  }
+  StartWith({{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}});
+  auto page = client_->Get("/ui");
+  auto first = client_->Get("/debug/nodes?offset=0&limit=" + std::to_string(kPage));
+  ASSERT_TRUE(page && first && page->status == 200 && first->status == 200);
+  const json list = json::parse(first->body);
+  ASSERT_EQ(list["total"], kNodes);
+  ASSERT_EQ(list["nodes"].size(), static_cast<size_t>(kPage));
+  for (const json& n : list["nodes"]) {
+    ASSERT_EQ(n["slotsUsed"], 32) << n["name"];  // the page measured is the fullest one
+    ASSERT_EQ(n["gpuGroups"][0].size(), 4u) << n["name"];
+  }
+  const size_t bytes = page->body.size() + first->body.size();
+  RecordProperty("overview_bytes", std::to_string(bytes));
+  EXPECT_LT(bytes, size_t{1} << 20) << bytes << " bytes";
+  // Unpaginated, the same cluster's node list alone would not be.
+  auto all = client_->Get("/debug/nodes");
+  ASSERT_TRUE(all);
+  RecordProperty("unpaginated_bytes", std::to_string(all->body.size()));
+  EXPECT_GT(all->body.size(), size_t{1} << 20);
+}
+
 // The bodies a real kube-scheduler sent, replayed byte for byte against a cluster holding the
 // same nodes and pods.
 class GoldenReplayTest : public ServerTest {
