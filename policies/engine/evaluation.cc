@@ -154,6 +154,59 @@ std::string DescribeShortfall(const PlacementContext& ctx, const Eligibility& e)
   return out;
 }
 
+// A preset prepared for one (pod, node): each component's scorer and weight, in the preset's
+// order. For a pod without GPUs, a component that does not score such pods has no scorer and
+// gives the top score: the pod takes nothing it cares about. Belongs to one evaluation.
+class PreparedPreset {
+ public:
+  PreparedPreset(const PlacementContext& ctx, const Preset& preset) {
+    for (const WeightedComponent& c : preset.components()) {
+      const bool scores = ctx.pod.gpus > 0 || c.component->ScoresGpuLessPods();
+      parts_.push_back({&c, scores ? c.component->Prepare(ctx) : nullptr});
+      total_weight_ += c.weight;
+    }
+  }
+
+  // Component `i`'s score of `gpus`.
+  double Score(size_t i, GpuMask gpus) const {
+    const auto& scorer = parts_[i].scorer;
+    return scorer != nullptr ? scorer->Score(gpus) : kMaxComponentScore;
+  }
+  // Component `i`'s explanation of its score of `gpus`.
+  std::string Explain(size_t i, GpuMask gpus) const {
+    const auto& scorer = parts_[i].scorer;
+    return scorer != nullptr ? scorer->Explain(gpus) : "pod requests no GPU";
+  }
+  // The weighted mean of the scores (components of weight 0 are not asked); the top score when
+  // no component has weight.
+  double WeightedScore(GpuMask gpus) const {
+    if (total_weight_ <= 0.0) return kMaxComponentScore;
+    double sum = 0.0;
+    for (size_t i = 0; i < parts_.size(); ++i) {
+      if (const double weight = parts_[i].component->weight; weight > 0.0) {
+        sum += weight * Score(i, gpus);
+      }
+    }
+    return sum / total_weight_;
+  }
+  std::vector<double> ComponentScores(GpuMask gpus) const {
+    std::vector<double> scores;
+    scores.reserve(parts_.size());
+    for (size_t i = 0; i < parts_.size(); ++i) scores.push_back(Score(i, gpus));
+    return scores;
+  }
+  size_t size() const { return parts_.size(); }
+  const WeightedComponent& component(size_t i) const { return *parts_[i].component; }
+
+ private:
+  struct Part {
+    const WeightedComponent* component;     // owned by the preset
+    std::unique_ptr<PreparedScore> scorer;  // null: the top score, for a pod without GPUs
+  };
+  std::vector<Part> parts_;
+  double total_weight_ = 0.0;
+};
+
 // Chooses a node's GPU set: the best weighted score, among the sets that meet the pod's
 // preferred locality target when any does (with known links; a required target already
 // confined the search to its domains).
@@ -162,28 +215,11 @@ class CandidateSearch {
   CandidateSearch(const PlacementContext& ctx, const Preset& preset)
       : shape_(ctx.shape),
         locality_(ctx.pod.locality),
-        tiered_(ctx.pod.gpus > 1 && ctx.pod.locality != Locality::kNone &&
-                ctx.shape.links_known()) {
-    for (const WeightedComponent& c : preset.components()) {
-      total_weight_ += c.weight;
-      scorers_.push_back({c.component->Prepare(ctx), c.weight});
-    }
-  }
+        tiered_(ctx.pod.gpus > 1 && ctx.pod.locality != Locality::kNone && ctx.shape.links_known()),
+        scorers_(ctx, preset) {}
 
-  double WeightedScore(GpuMask gpus) const {
-    double sum = 0.0;
-    for (const auto& [scorer, weight] : scorers_) {
-      if (weight > 0.0) sum += weight * scorer->Score(gpus);
-    }
-    return sum / total_weight_;
-  }
-
-  std::vector<double> ComponentScores(GpuMask gpus) const {
-    std::vector<double> scores;
-    scores.reserve(scorers_.size());
-    for (const auto& [scorer, weight] : scorers_) scores.push_back(scorer->Score(gpus));
-    return scores;
-  }
+  double WeightedScore(GpuMask gpus) const { return scorers_.WeightedScore(gpus); }
+  std::vector<double> ComponentScores(GpuMask gpus) const { return scorers_.ComponentScores(gpus); }
 
   void Consider(GpuMask gpus) {
     ++candidates_;
@@ -209,8 +245,7 @@ class CandidateSearch {
   const topology::TopologyShape& shape_;
   Locality locality_;
   bool tiered_;
-  std::vector<std::pair<std::unique_ptr<PreparedScore>, double>> scorers_;
-  double total_weight_ = 0.0;
+  PreparedPreset scorers_;
   GpuMask best_ = 0;
   bool best_met_ = false;
   double best_score_ = 0.0;
@@ -218,8 +253,8 @@ class CandidateSearch {
 };
 
 // A pod without GPUs fits every node. Where the node's GPUs are known, the components that
-// score such pods (fragmentation: the GPU capacity its CPU and memory strand) rate it; the others,
-// and nodes without known GPUs, give the top score: it takes nothing they care about.
+// score such pods (fragmentation: the GPU capacity its CPU and memory strand) rate it; the others
+// (PreparedPreset), and nodes without known GPUs, give the top score.
 NodeEvaluation EvaluateGpuLess(const PodRequirements& pod, const NodeState& node,
                                const Preset& preset, GpuMask group_gpus) {
   NodeEvaluation e;
@@ -228,16 +263,9 @@ NodeEvaluation EvaluateGpuLess(const PodRequirements& pod, const NodeState& node
   e.weighted_score = kMaxComponentScore;
   if (!node.has_topology()) return e;
   const PlacementContext ctx = MakePlacementContext(pod, node, group_gpus);
-  double sum = 0.0;
-  double weights = 0.0;
-  for (const WeightedComponent& c : preset.components()) {
-    const double score =
-        c.component->ScoresGpuLessPods() ? c.component->Prepare(ctx)->Score(0) : kMaxComponentScore;
-    e.component_scores.push_back(score);
-    sum += c.weight * score;
-    weights += c.weight;
-  }
-  if (weights > 0.0) e.weighted_score = sum / weights;
+  const PreparedPreset scorers(ctx, preset);
+  e.component_scores = scorers.ComponentScores(0);
+  e.weighted_score = scorers.WeightedScore(0);
   return e;
 }
 
@@ -350,15 +378,11 @@ std::vector<ComponentResult> ExplainPlacement(const PodRequirements& pod, const 
   std::vector<ComponentResult> out;
   if (!node.has_topology() || (gpus == 0 && pod.gpus > 0)) return out;
   const PlacementContext ctx = MakePlacementContext(pod, node);
-  for (const WeightedComponent& c : preset.components()) {
-    if (pod.gpus <= 0 && !c.component->ScoresGpuLessPods()) {
-      out.push_back(
-          {std::string(c.component->Name()), c.weight, kMaxComponentScore, "pod requests no GPU"});
-      continue;
-    }
-    const std::unique_ptr<PreparedScore> scorer = c.component->Prepare(ctx);
-    out.push_back(
-        {std::string(c.component->Name()), c.weight, scorer->Score(gpus), scorer->Explain(gpus)});
+  const PreparedPreset scorers(ctx, preset);
+  for (size_t i = 0; i < scorers.size(); ++i) {
+    const WeightedComponent& c = scorers.component(i);
+    out.push_back({std::string(c.component->Name()), c.weight, scorers.Score(i, gpus),
+                   scorers.Explain(i, gpus)});
   }
   return out;
 }
