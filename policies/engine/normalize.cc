@@ -14,6 +14,7 @@ std::vector<int> NormalizeScores(const std::vector<std::optional<double>>& weigh
     std::vector<double> levels;
     for (const auto& w : weighted) {
       if (!w || std::isnan(*w)) continue;
+      if (levels.size() == 11 && *w < levels.back()) continue;  // below every level kept
       auto at = std::lower_bound(levels.begin(), levels.end(), *w, std::greater<>());
       if (at != levels.end() && *at == *w) continue;
       levels.insert(at, *w);

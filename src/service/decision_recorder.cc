@@ -15,23 +15,30 @@ void TrimForLog(CycleRecord& record, size_t keep) {
   }
   for (const auto& [reason, count] : reasons) record.failure_reasons[std::string(reason)] += count;
   if (record.nodes.size() > 2 * keep) {
-    std::vector<size_t> failed;
-    std::vector<size_t> passed;
+    // The first `keep` failures, and the `keep` best scores with ties to the earlier node: a
+    // max-heap holds the worst (-score, position) kept so far, so most nodes cost one comparison.
+    std::vector<size_t> kept;
+    std::vector<std::pair<double, size_t>> best;
+    best.reserve(keep);
+    size_t failed = 0;
     for (size_t i = 0; i < record.nodes.size(); ++i) {
-      if (record.nodes[i].evaluation.fits()) {
-        passed.push_back(i);
-      } else if (failed.size() < keep) {
-        failed.push_back(i);
+      const policies::EvaluationRef& e = record.nodes[i].evaluation;
+      if (!e.fits()) {
+        if (failed < keep) kept.push_back(i);
+        ++failed;
+        continue;
+      }
+      const std::pair<double, size_t> entry(-e.weighted_score, i);
+      if (best.size() < keep) {
+        best.push_back(entry);
+        std::push_heap(best.begin(), best.end());
+      } else if (keep > 0 && entry < best.front()) {
+        std::pop_heap(best.begin(), best.end());
+        best.back() = entry;
+        std::push_heap(best.begin(), best.end());
       }
     }
-    // The best scores, ties to the earlier node: (score, position) pairs in one array.
-    std::vector<std::pair<double, size_t>> ranked;
-    ranked.reserve(passed.size());
-    for (size_t i : passed) ranked.emplace_back(-record.nodes[i].evaluation.weighted_score, i);
-    const size_t kept_scores = std::min(keep, ranked.size());
-    std::nth_element(ranked.begin(), ranked.begin() + static_cast<long>(kept_scores), ranked.end());
-    std::vector<size_t> kept = failed;
-    for (size_t k = 0; k < kept_scores; ++k) kept.push_back(ranked[k].second);
+    for (const auto& [score, i] : best) kept.push_back(i);
     std::sort(kept.begin(), kept.end());
     std::vector<CycleRecord::NodeRef> nodes;
     std::vector<int> priorities;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <optional>
 #include <vector>
@@ -45,6 +46,10 @@ TEST(NormalizeScoresTest, RankGivesTheBestTenAndEachNextDistinctScoreOneLess) {
   std::vector<std::optional<double>> many;
   for (int i = 0; i < 15; ++i) many.push_back(static_cast<double>(i));
   EXPECT_EQ(rank(many), (std::vector<int>{0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  // Best first, so that the later scores fall below the eleven levels already kept.
+  std::reverse(many.begin(), many.end());
+  many.push_back(4.0);
+  EXPECT_EQ(rank(many), (std::vector<int>{10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0, 0, 0, 0, 0}));
   const double nan = std::numeric_limits<double>::quiet_NaN();
   EXPECT_EQ(rank({nan, 2.0}), (std::vector<int>{0, 10}));
   EXPECT_TRUE(rank({}).empty());

@@ -173,6 +173,28 @@ TEST(DecisionRecorderTest, TrimsEachRecordToWhatDebugShowsAndCountsEveryReason) 
   EXPECT_EQ(trimmed.priorities, (std::vector<int>{0, 1, 8, 9}));
 }
 
+TEST(DecisionRecorderTest, TrimmingKeepsTheEarlierOfEqualScoresAndTheBestWhereverTheyAre) {
+  // Twenty passing nodes: scores 5, except 9 at n13 and 7 at n17; keep 3. Besides the two best,
+  // the earliest of the 5s (n0) is kept, whatever the order the scan met them in.
+  std::vector<std::shared_ptr<const policies::NodeEvaluation>> owned;
+  CycleRecord record;
+  for (int i = 0; i < 20; ++i) {
+    policies::NodeEvaluation e;
+    e.verdict = policies::Verdict::kFits;
+    e.weighted_score = i == 13 ? 9 : i == 17 ? 7 : 5;
+    owned.push_back(std::make_shared<const policies::NodeEvaluation>(std::move(e)));
+    CycleRecord::NodeRef ref;
+    ref.node = CycleRecord::kUnknownNode | static_cast<uint32_t>(i);
+    ref.evaluation = policies::EvaluationRef::To(*owned.back());
+    record.unknown_nodes.push_back("n" + std::to_string(i));
+    record.nodes.push_back(ref);
+  }
+  TrimForLog(record, 3);
+  std::vector<std::string> kept;
+  for (const CycleRecord::NodeRef& ref : record.nodes) kept.push_back(record.NodeName(ref));
+  EXPECT_EQ(kept, (std::vector<std::string>{"n0", "n13", "n17"}));
+}
+
 TEST(DecisionRecorderTest, RecordsFromManyThreadsOnRealThreadsAreCommittedOnce) {
   Committed committed;
   std::atomic<int> starts{0};
