@@ -88,6 +88,9 @@ struct CycleRecord {
   // The evaluations are the pod's previous call's, reused (same snapshot): for a prioritize,
   // its filter's.
   bool from_filter = false;
+  // A filter of a pod without GPUs: every candidate passed, none was evaluated, and `nodes` is
+  // empty (the pod's prioritize evaluates them, to score).
+  bool gpu_less_filter = false;
   // Failures by reason over all candidates (nodes may list only some of them).
   std::map<std::string, size_t> failure_reasons;
 

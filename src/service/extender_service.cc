@@ -20,6 +20,10 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(
     Verb verb, const extender::ExtenderArgs& args,
     std::shared_ptr<const policies::ClusterSnapshot> snapshot, uint64_t sequence) {
   const auto start = context_.clock.MonotonicNow();
+  const auto elapsed = [&] {
+    return std::chrono::duration_cast<std::chrono::microseconds>(context_.clock.MonotonicNow() -
+                                                                 start);
+  };
   auto record = std::make_shared<CycleRecord>();
   record->verb = verb;
   record->sequence = sequence;
@@ -42,6 +46,14 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(
       record->preset_used = *preset;
       normalization = (*preset)->normalization();
       record->normalization = std::string(policies::ScoreNormalizationName(normalization));
+      if (verb == Verb::kFilter && requirements->gpus <= 0) {
+        // A pod without GPUs fits every node, known to gputopo or not (EvaluateNode's first
+        // rule): its filter needs no evaluation. Its prioritize evaluates, to score.
+        record->passed = args.node_names.size();
+        record->gpu_less_filter = true;
+        record->duration = elapsed();
+        return record;
+      }
       record->snapshot = std::move(snapshot);
       const std::string pod_key = record->pod_key + "/" + record->pod_uid;
       evaluation::Evaluations evaluations = context_.evaluations.Evaluate(
@@ -104,8 +116,7 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(
     }
     record->priorities = policies::NormalizeScores(weighted, normalization);
   }
-  record->duration =
-      std::chrono::duration_cast<std::chrono::microseconds>(context_.clock.MonotonicNow() - start);
+  record->duration = elapsed();
   return record;
 }
 
@@ -121,6 +132,8 @@ FilterReply ExtenderService::Filter(const extender::ExtenderArgs& args) {
   reply.summary = SummaryOf(*record);
   if (!record->error.empty()) {
     reply.error = record->error;
+  } else if (record->gpu_less_filter) {
+    reply.outcomes.assign(args.node_names.size(), {true, false, std::string_view()});
   } else {
     reply.outcomes.reserve(record->nodes.size());
     for (const CycleRecord::NodeRef& ref : record->nodes) {
