@@ -7,6 +7,16 @@
 #include "policies/requirements/pod_requirements.h"
 
 namespace gputopo::cluster {
+namespace {
+
+// The pod as the cache keeps it: without its labels (the DisruptionBudgetIndex interns them),
+// which would otherwise cost every GPU pod a few hundred bytes.
+void StoreInfo(PodInfo& stored, const PodInfo& pod) {
+  stored = pod;
+  stored.labels = LabelSet();
+}
+
+}  // namespace
 
 using policies::ClusterSnapshot;
 using policies::DefaultGroupOf;
@@ -72,7 +82,7 @@ void ClusterState::Reset(const std::vector<NodeInfo>& nodes, const std::vector<P
     if (it != reserved.end() && pod.node_name.empty() && !pod.HoldsNothing()) {
       PodEntry entry = std::move(it->second);
       reserved.erase(it);  // a pod listed twice must not take the moved-from entry
-      entry.info = pod;
+      StoreInfo(entry.info, pod);
       pods_by_node_[entry.node].insert(pod.uid);
       pods_.insert_or_assign(pod.uid, std::move(entry));
       continue;
@@ -218,7 +228,7 @@ bool ClusterState::PutPodLocked(const PodInfo& pod) {
     // Pending. A reservation stays (its bind is in flight); a pod seen bound never goes back
     // to pending (spec.nodeName is immutable), so such an event is stale and ignored.
     if (!entry.node.empty() && !entry.reserved) return false;
-    entry.info = pod;
+    StoreInfo(entry.info, pod);
     if (entry.reserved) RebuildNodeLocked(entry.node);
     return false;
   }
@@ -240,13 +250,13 @@ bool ClusterState::PutPodLocked(const PodInfo& pod) {
   if (entry.reserved && entry.node == pod.node_name &&
       (assigned.empty() || assigned == entry.assigned)) {
     // Our own bind, now seen through the API: the reservation becomes a placement.
-    entry.info = pod;
+    StoreInfo(entry.info, pod);
     entry.reserved = false;
     RebuildNodeLocked(entry.node);
     return new_mismatch;
   }
   if (entry.node != pod.node_name) DetachPodLocked(entry);
-  entry.info = pod;
+  StoreInfo(entry.info, pod);
   entry.node = pod.node_name;
   entry.assigned = std::move(assigned);
   entry.reserved = false;
@@ -407,7 +417,7 @@ Status ClusterState::Reserve(const Reservation& reservation) {
     LearnLocked(reservation.pod);
   }
   PodEntry& entry = it->second;
-  entry.info = reservation.pod;
+  StoreInfo(entry.info, reservation.pod);
   entry.node = reservation.node;
   entry.assigned = std::move(labels);
   entry.reserved = true;

@@ -881,6 +881,7 @@ if dep and cms:
 REQUIRED = {("", "nodes"): {"get", "list", "watch"},
             ("", "pods"): {"get", "list", "watch"},
             ("", "pods/binding"): {"create"},
+            ("policy", "poddisruptionbudgets"): {"list", "watch"},
             ("authentication.k8s.io", "tokenreviews"): {"create"},
             ("authorization.k8s.io", "subjectaccessreviews"): {"create"},
             ("", "events"): {"create"},

@@ -30,6 +30,9 @@ struct OwnerReference {
 // Annotations as (key, value) pairs in the order the object had them.
 using AnnotationList = std::vector<std::pair<std::string, std::string>>;
 
+// An object's labels as (key, value) pairs, sorted by key (keys are unique).
+using LabelSet = std::vector<std::pair<std::string, std::string>>;
+
 // Returns the value of `key`, or nullopt.
 inline std::optional<std::string_view> FindAnnotation(const AnnotationList& list,
                                                       std::string_view key) {
@@ -64,7 +67,10 @@ struct PodInfo {
   // spec.priority: what the Priority admission plugin resolved from priorityClassName (0 when
   // unset). Preemption evicts only pods of lower priority than the preemptor.
   int32_t priority = 0;
-  std::string pod_template_hash;       // label pod-template-hash, if any
+  std::string pod_template_hash;  // label pod-template-hash, if any
+  // metadata.labels, for PodDisruptionBudget selectors. ClusterState does not keep them (the
+  // DisruptionBudgetIndex keeps them interned, for GPU pods only).
+  LabelSet labels;
   std::vector<OwnerReference> owners;  // metadata.ownerReferences
   AnnotationList annotations;          // only keys with the "gputopo.io/" prefix
 

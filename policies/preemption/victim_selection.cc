@@ -16,6 +16,7 @@ struct Tracked {
   std::string_view uid;
   int32_t priority = 0;
   bool proposed = false;
+  bool budgeted = false;  // a watched PodDisruptionBudget counts it
   // How many lower-priority pods share its most crowded GPU (unplaced pods: above any GPU's),
   // for the order in which pods are spared.
   int crowding = 0;
@@ -28,17 +29,18 @@ struct Option {
   NodeEvaluation after;
 };
 
-// The lexicographic cost of an option: PDB violations the scheduler's count implies, links lost
-// against what evicting more would give (all pairs NVLink, else one NVLink island), victims the
-// scheduler did not propose (each may be one it spared for a PDB), the highest victim priority, the
-// count, then the placement's score (higher wins).
+// The lexicographic cost of an option: PDB violations (counted from the watched budgets, else
+// what the scheduler's count implies), links lost against what evicting more would give (all
+// pairs NVLink, else one NVLink island), victims the scheduler did not propose (without watched
+// budgets each may be one it spared for a PDB; with them this term is 0), the highest victim
+// priority, the count, then the placement's score (higher wins).
 using Cost = std::tuple<int64_t, int, int64_t, int64_t, size_t, double>;
 
 class Search {
  public:
   Search(const PodRequirements& pod, const NodeState& node, const Preset& preset,
-         const ProposedVictims& proposed)
-      : pod_(pod), node_(node), preset_(preset), proposed_(proposed) {}
+         const ProposedVictims& proposed, const BudgetCoverage* budgets)
+      : pod_(pod), node_(node), preset_(preset), proposed_(proposed), budgets_(budgets) {}
 
   // The evaluation of the preemptor on the node without `victims`.
   NodeEvaluation Evaluate(const std::vector<const Tracked*>& victims) {
@@ -49,13 +51,26 @@ class Search {
     return EvaluateNode(pod_, node_.Without(uids, 0), preset_);
   }
 
-  // At most this many proposed victims break a PDB: the proposal's own count.
+  // With watched budgets: how many of `victims` break one, taken most important first as
+  // kube-scheduler does. Without: at most this many proposed victims break a PDB (the proposal's
+  // own count).
   int64_t KnownPdb(const std::vector<const Tracked*>& victims) const {
+    if (budgets_ != nullptr) {
+      std::vector<const Tracked*> ordered = victims;
+      std::sort(ordered.begin(), ordered.end(), [](const Tracked* a, const Tracked* b) {
+        return a->priority != b->priority ? a->priority > b->priority : a->uid < b->uid;
+      });
+      std::vector<std::string_view> uids;
+      uids.reserve(ordered.size());
+      for (const Tracked* t : ordered) uids.push_back(t->uid);
+      return CountPdbViolations(uids, *budgets_);
+    }
     const auto proposed =
         std::count_if(victims.begin(), victims.end(), [](const Tracked* t) { return t->proposed; });
     return std::min<int64_t>(proposed, proposed_.pdb_violations);
   }
-  static int64_t Unproposed(const std::vector<const Tracked*>& victims) {
+  int64_t Unproposed(const std::vector<const Tracked*>& victims) const {
+    if (budgets_ != nullptr) return 0;
     return std::count_if(victims.begin(), victims.end(),
                          [](const Tracked* t) { return !t->proposed; });
   }
@@ -110,14 +125,17 @@ class Search {
   const NodeState& node_;
   const Preset& preset_;
   const ProposedVictims& proposed_;
+  const BudgetCoverage* budgets_;
   int evaluations_ = 0;
 };
 
 }  // namespace
 
 VictimChoice ChooseVictims(const PodRequirements& pod, int32_t priority, const NodeState& node,
-                           const Preset& preset, const ProposedVictims& proposed) {
+                           const Preset& preset, const ProposedVictims& proposed,
+                           const BudgetCoverage* budgets) {
   VictimChoice choice;
+  choice.pdb_counted = budgets != nullptr;
   if (!node.has_topology()) {
     choice.reason = "gputopo: node topology unknown";
     choice.detail = node.topology_error();
@@ -135,7 +153,9 @@ VictimChoice ChooseVictims(const PodRequirements& pod, int32_t priority, const N
   };
   auto track = [&](std::string_view uid, int32_t pod_priority) -> Tracked& {
     if (Tracked* t = find(uid)) return *t;
-    return tracked.emplace_back(Tracked{uid, pod_priority, proposed_uids.contains(uid), 0, 0});
+    const bool budgeted = budgets != nullptr && budgets->budgets_of.contains(uid);
+    return tracked.emplace_back(
+        Tracked{uid, pod_priority, proposed_uids.contains(uid), budgeted, 0, 0});
   };
   for (int g = 0; g < node.gpu_count(); ++g) {
     const auto& occupants = node.gpu(g).occupants;
@@ -161,7 +181,7 @@ VictimChoice ChooseVictims(const PodRequirements& pod, int32_t priority, const N
     if (find(uid) == nullptr) foreign.push_back(uid);
   }
 
-  Search search(pod, node, preset, proposed);
+  Search search(pod, node, preset, proposed, budgets);
   const NodeEvaluation with_none = search.Evaluate({});
   if (with_none.fits()) {
     // gputopo's filter already passes: whatever the scheduler evicts is for its own reasons.
@@ -176,8 +196,16 @@ VictimChoice ChooseVictims(const PodRequirements& pod, int32_t priority, const N
     choice.victims = proposed.uids;
     choice.pdb_violations = proposed.pdb_violations;
     choice.gpus = with_none.gpus;
+    std::vector<const Tracked*> tracked_proposed;
     for (const Tracked* t : candidates) {
-      if (t->proposed) choice.max_priority = std::max(choice.max_priority, t->priority);
+      if (!t->proposed) continue;
+      choice.max_priority = std::max(choice.max_priority, t->priority);
+      tracked_proposed.push_back(t);
+    }
+    if (budgets != nullptr) {
+      choice.pdb_violations =
+          search.KnownPdb(tracked_proposed) +
+          std::min<int64_t>(static_cast<int64_t>(foreign.size()), proposed.pdb_violations);
     }
     choice.detail = "fits gputopo's filter without evictions; the scheduler's victims kept";
     return choice;
@@ -197,7 +225,8 @@ VictimChoice ChooseVictims(const PodRequirements& pod, int32_t priority, const N
   }
 
   // The victim sets tried: the scheduler's own (when it works), and sparing orders that keep
-  // the pods that may break a PDB, then the higher priorities, first. They differ in which of
+  // the pods that may break a PDB (with watched budgets: pods a budget counts, then pods the
+  // scheduler did not propose), then the higher priorities, first. They differ in which of
   // the rest they keep first: pods on crowded GPUs (evicting the few pods of sparse GPUs), pods
   // on sparse GPUs, or pods away from the GPUs the preemptor takes with every candidate gone
   // (clearing its best placement).
@@ -218,6 +247,7 @@ VictimChoice ChooseVictims(const PodRequirements& pod, int32_t priority, const N
   for (Keep keep : {Keep::kCrowded, Keep::kSparse, Keep::kAwayFromBest}) {
     std::vector<const Tracked*> order = candidates;
     std::sort(order.begin(), order.end(), [&](const Tracked* a, const Tracked* b) {
+      if (a->budgeted != b->budgeted) return a->budgeted;   // budgeted: spared first
       if (a->proposed != b->proposed) return !a->proposed;  // unproposed: spared first
       if (a->priority != b->priority) return a->priority > b->priority;
       if (keep == Keep::kAwayFromBest) {
@@ -247,7 +277,13 @@ VictimChoice ChooseVictims(const PodRequirements& pod, int32_t priority, const N
   const NodeEvaluation after = best != nullptr ? best->after : with_all;
   choice.possible = true;
   choice.gpus = after.gpus;
-  choice.pdb_violations = search.KnownPdb(victims) + Search::Unproposed(victims);
+  // Proposed pods without GPUs are not in the watched budgets' coverage: the scheduler's count
+  // bounds their share.
+  choice.pdb_violations =
+      budgets != nullptr
+          ? search.KnownPdb(victims) +
+                std::min<int64_t>(static_cast<int64_t>(foreign.size()), proposed.pdb_violations)
+          : search.KnownPdb(victims) + search.Unproposed(victims);
   int proposed_kept = 0;
   choice.max_priority = victims.empty() ? 0 : victims.back()->priority;
   for (const Tracked* t : victims) {
@@ -260,7 +296,7 @@ VictimChoice ChooseVictims(const PodRequirements& pod, int32_t priority, const N
   choice.spared = static_cast<int>(proposed_tracked) - proposed_kept;
   for (const std::string& uid : foreign) choice.victims.push_back(uid);
   choice.as_proposed = choice.added == 0 && choice.spared == 0;
-  if (choice.as_proposed) choice.pdb_violations = proposed.pdb_violations;
+  if (choice.as_proposed && budgets == nullptr) choice.pdb_violations = proposed.pdb_violations;
   choice.evaluations = search.evaluations();
   choice.detail = std::to_string(victims.size()) + " of " + std::to_string(candidates.size()) +
                   " lower-priority pods";

@@ -11,13 +11,16 @@
 //  - the set chosen is one after which the preemptor passes gputopo's filter (GPU count,
 //    distinct GPUs, locality, spread, shares, exclusivity), minimising in order: the PDB
 //    violations it may cause, the highest victim priority, the number of victims.
-// PodDisruptionBudgets are not watched by gputopo: what it knows of them is the scheduler's
-// NumPDBViolations for its own proposal, which bounds the violations among proposed pods. A pod
-// the scheduler did not propose may be one it spared for its PDB: gputopo adds such pods only
-// where the proposal fails its filter or would leave a multi-GPU pod on worse links than
-// evicting could free (GPUs all pairwise NVLinked, else one NVLink island), as few as it can, and
-// counts each as a possible violation. The count returned (NumPDBViolations in the reply) is
-// therefore an upper bound.
+// PodDisruptionBudgets: with `budgets` (gputopo watches them), the violations of a set are
+// counted as kube-scheduler counts them (disruption_budgets.h), pods a budget counts are spared
+// first, and NumPDBViolations is that count (plus, for proposed pods without GPUs, which the
+// coverage does not hold, at most the scheduler's own count). Without them (the watch is not
+// synced, or not allowed), what gputopo knows is the scheduler's NumPDBViolations for its own
+// proposal, which bounds the violations among proposed pods. A pod the scheduler did not propose
+// may then be one it spared for its PDB: gputopo adds such pods only where the proposal fails its
+// filter or would leave a multi-GPU pod on worse links than evicting could free (GPUs all
+// pairwise NVLinked, else one NVLink island), as few as it can, and counts each as a possible
+// violation. The count returned is then an upper bound.
 //
 // Thread safety: pure functions.
 #ifndef GPUTOPO_POLICIES_PREEMPTION_VICTIM_SELECTION_H_
@@ -27,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "policies/preemption/disruption_budgets.h"
 #include "policies/registry/component_registry.h"
 #include "policies/requirements/pod_requirements.h"
 #include "policies/state/node_state.h"
@@ -46,18 +50,22 @@ struct VictimChoice {
   // The pods to evict: gputopo's choice among the pods it tracks, lowest priority first, then
   // the proposed pods it does not track. Never empty when possible.
   std::vector<std::string> victims;
-  int64_t pdb_violations = 0;  // at most this many victims break a PodDisruptionBudget
-  int32_t max_priority = 0;    // the highest priority among the victims gputopo tracks
-  GpuMask gpus = 0;            // the preemptor's GPUs once the victims are gone
-  bool as_proposed = false;    // the victims are exactly the scheduler's proposal
-  int added = 0;               // victims gputopo added to the proposal
-  int spared = 0;              // proposed victims gputopo spared
-  int evaluations = 0;         // victim sets tried
+  // How many victims break a PodDisruptionBudget: counted (pdb_counted), else at most this many.
+  int64_t pdb_violations = 0;
+  bool pdb_counted = false;  // from watched budgets, not bounded from the scheduler's count
+  int32_t max_priority = 0;  // the highest priority among the victims gputopo tracks
+  GpuMask gpus = 0;          // the preemptor's GPUs once the victims are gone
+  bool as_proposed = false;  // the victims are exactly the scheduler's proposal
+  int added = 0;             // victims gputopo added to the proposal
+  int spared = 0;            // proposed victims gputopo spared
+  int evaluations = 0;       // victim sets tried
 };
 
-// `priority` is the preemptor's spec.priority.
+// `priority` is the preemptor's spec.priority. `budgets`: the watched budgets that count the
+// node's pods, or null when gputopo does not know them.
 VictimChoice ChooseVictims(const PodRequirements& pod, int32_t priority, const NodeState& node,
-                           const Preset& preset, const ProposedVictims& proposed);
+                           const Preset& preset, const ProposedVictims& proposed,
+                           const BudgetCoverage* budgets = nullptr);
 
 }  // namespace gputopo::policies
 

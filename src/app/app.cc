@@ -159,9 +159,10 @@ Result<std::unique_ptr<App>> App::Create(const AppOptions& options, const Clock&
   std::function<std::string()> list_snapshot;
   if (options.kube) {
     app->client_ = std::make_unique<kube::KubeClient>(*options.kube, options.client, clock);
+    app->budgets_ = std::make_unique<cluster::DisruptionBudgetIndex>();
     app->watcher_ = std::make_unique<kube::ClusterWatcher>(
         *app->client_, *app->state_, clock, options.watcher,
-        [self = app.get()](const PodInfo& pod) { self->OnGpuMismatch(pod); });
+        [self = app.get()](const PodInfo& pod) { self->OnGpuMismatch(pod); }, app->budgets_.get());
     kube = app->client_.get();
     if (options.admin_auth && options.server.admin_port >= 0) {
       app->access_ = std::make_unique<http::AccessControl>(*app->client_, clock);
@@ -193,7 +194,7 @@ Result<std::unique_ptr<App>> App::Create(const AppOptions& options, const Clock&
   app->events_ =
       std::make_unique<service::EventQueue>(*kube, kEventQueueCapacity, &StartBackgroundThread);
   app->binder_ = std::make_unique<service::Binder>(*app->context_, *kube, app->events_.get());
-  app->preemptor_ = std::make_unique<service::Preemptor>(*app->context_);
+  app->preemptor_ = std::make_unique<service::Preemptor>(*app->context_, app->budgets_.get());
   App* self = app.get();
   app->server_ = std::make_unique<http::ExtenderServer>(
       options.server,

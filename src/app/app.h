@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cluster/cluster_state.h"
+#include "cluster/disruption_budget_index.h"
 #include "evaluation/cached_evaluations.h"
 #include "gputopo/clock.h"
 #include "gputopo/status.h"
@@ -79,6 +80,8 @@ class App {
   in_memory_api::InMemoryCluster& cluster() { return *cluster_; }
   // Live mode only (else nullptr).
   const kube::ClusterWatcher* watcher() const { return watcher_.get(); }
+  // Live mode only (else nullptr): the PodDisruptionBudgets preempt counts against.
+  const cluster::DisruptionBudgetIndex* disruption_budgets() const { return budgets_.get(); }
   service::ExtenderService& extender_service() { return *service_; }
   // What GET /metrics renders.
   observability::MetricsRegistry& metrics() { return metrics_; }
@@ -120,8 +123,11 @@ class App {
   std::unique_ptr<cluster::ClusterState> state_;
   std::unique_ptr<in_memory_api::InMemoryCluster> cluster_;  // snapshot mode
   std::unique_ptr<kube::KubeClient> client_;                 // live mode
-  std::unique_ptr<kube::ClusterWatcher> watcher_;            // live mode
-  std::unique_ptr<http::AccessControl> access_;              // live mode with an admin listener
+  // Live mode: PodDisruptionBudgets and GPU pods' labels, for preemption; before watcher_,
+  // which feeds it, so that it outlives the watcher.
+  std::unique_ptr<cluster::DisruptionBudgetIndex> budgets_;
+  std::unique_ptr<kube::ClusterWatcher> watcher_;  // live mode
+  std::unique_ptr<http::AccessControl> access_;    // live mode with an admin listener
   // Bounded in bytes too: see docs/operations.md for the memory budget they are part of.
   service::RecentPods recent_pods_{4096, 8u << 20};
   service::DecisionLog decisions_{256, 256, 16u << 20};

@@ -195,10 +195,16 @@ Status DecodePodMetadata(value metadata, PodInfo& pod) {
       value labels = field.value();
       if (labels.type() == json_type::null) continue;
       for (auto label : labels.get_object()) {
-        if (label.unescaped_key().value() == kLabelPodTemplateHash) {
-          pod.pod_template_hash = std::string(StringOrEmpty(label.value()));
-        }
+        const std::string_view name = label.unescaped_key();
+        const std::string_view text = StringOrEmpty(label.value());
+        if (name == kLabelPodTemplateHash) pod.pod_template_hash = std::string(text);
+        pod.labels.emplace_back(std::string(name), std::string(text));
       }
+      std::sort(pod.labels.begin(), pod.labels.end());
+      // A repeated key (the API server never sends one): keep one.
+      pod.labels.erase(std::unique(pod.labels.begin(), pod.labels.end(),
+                                   [](const auto& a, const auto& b) { return a.first == b.first; }),
+                       pod.labels.end());
     } else if (key == "annotations") {
       value annotations = field.value();
       if (annotations.type() == json_type::null) continue;
@@ -397,6 +403,119 @@ Result<NodeInfo> DecodeNodeValue(value node_value) {
   return node;
 }
 
+// metav1.LabelSelector as LabelSelectorAsSelector reads it; a selector it rejects is an error
+// (the budget then matches nothing), not a broken object.
+Result<LabelSelector> DecodeLabelSelector(value selector_value) {
+  LabelSelector selector;
+  for (auto field : selector_value.get_object()) {
+    const std::string_view key = field.unescaped_key();
+    value v = field.value();
+    if (v.type() == json_type::null) continue;
+    if (key == "matchLabels") {
+      for (auto label : v.get_object()) {
+        selector.requirements.push_back({std::string(label.unescaped_key().value()),
+                                         LabelRequirement::Operator::kIn,
+                                         {std::string(StringOrEmpty(label.value()))}});
+      }
+    } else if (key == "matchExpressions") {
+      for (auto expression : v.get_array()) {
+        LabelRequirement r;
+        std::string op;
+        for (auto f : expression.get_object()) {
+          const std::string_view k = f.unescaped_key();
+          if (k == "key") {
+            r.key = std::string(StringOrEmpty(f.value()));
+          } else if (k == "operator") {
+            op = std::string(StringOrEmpty(f.value()));
+          } else if (k == "values") {
+            value values = f.value();
+            if (values.type() == json_type::null) continue;
+            for (auto item : values.get_array()) r.values.emplace_back(StringOrEmpty(item.value()));
+          }
+        }
+        if (op == "In" || op == "NotIn") {
+          r.op = op == "In" ? LabelRequirement::Operator::kIn : LabelRequirement::Operator::kNotIn;
+          if (r.values.empty()) {
+            return InvalidArgument("for 'in', 'notin' operators, values set can't be empty");
+          }
+        } else if (op == "Exists" || op == "DoesNotExist") {
+          r.op = op == "Exists" ? LabelRequirement::Operator::kExists
+                                : LabelRequirement::Operator::kDoesNotExist;
+          if (!r.values.empty()) {
+            return InvalidArgument("values set must be empty for exists and does not exist");
+          }
+        } else {
+          return InvalidArgument("\"" + op.substr(0, 64) +
+                                 "\" is not a valid label selector operator");
+        }
+        if (r.key.empty()) return InvalidArgument("a label selector requirement has no key");
+        selector.requirements.push_back(std::move(r));
+      }
+    }
+  }
+  return selector;
+}
+
+Result<DisruptionBudgetInfo> DecodeDisruptionBudgetValue(value budget_value) {
+  DisruptionBudgetInfo budget;
+  if (budget_value.type() != json_type::object) {
+    return InvalidArgument("PodDisruptionBudget is not a JSON object");
+  }
+  for (auto field : budget_value.get_object()) {
+    const std::string_view key = field.unescaped_key();
+    value v = field.value();
+    if (v.type() == json_type::null) continue;
+    if (key == "metadata") {
+      for (auto meta : v.get_object()) {
+        const std::string_view k = meta.unescaped_key();
+        if (k == "name") {
+          budget.name = std::string(StringOrEmpty(meta.value()));
+        } else if (k == "namespace") {
+          budget.namespace_name = std::string(StringOrEmpty(meta.value()));
+        } else if (k == "uid") {
+          budget.uid = std::string(StringOrEmpty(meta.value()));
+        } else if (k == "resourceVersion") {
+          budget.resource_version = std::string(StringOrEmpty(meta.value()));
+        }
+      }
+    } else if (key == "spec") {
+      for (auto spec : v.get_object()) {
+        if (spec.unescaped_key().value() != "selector") continue;
+        value selector = spec.value();
+        if (selector.type() == json_type::null) continue;
+        Result<LabelSelector> decoded = DecodeLabelSelector(selector);
+        if (decoded.ok()) {
+          budget.selector = std::move(decoded).value();
+        } else {
+          budget.selector_error = decoded.status().message();
+        }
+      }
+    } else if (key == "status") {
+      for (auto status : v.get_object()) {
+        const std::string_view k = status.unescaped_key();
+        value sv = status.value();
+        if (sv.type() == json_type::null) continue;
+        if (k == "disruptionsAllowed") {
+          int64_t n = 0;
+          if (sv.get_int64().get(n) != simdjson::SUCCESS || n < 0 ||
+              n > std::numeric_limits<int32_t>::max()) {
+            return InvalidArgument("status.disruptionsAllowed is not a non-negative int32");
+          }
+          budget.disruptions_allowed = static_cast<int32_t>(n);
+        } else if (k == "disruptedPods") {
+          for (auto pod : sv.get_object()) {
+            budget.disrupted_pods.emplace_back(pod.unescaped_key().value());
+          }
+        }
+      }
+    }
+  }
+  if (budget.name.empty()) return InvalidArgument("PodDisruptionBudget has no metadata.name");
+  if (budget.uid.empty()) return InvalidArgument("PodDisruptionBudget has no metadata.uid");
+  std::sort(budget.disrupted_pods.begin(), budget.disrupted_pods.end());
+  return budget;
+}
+
 struct K8sDecoder::Impl {
   simdjson::ondemand::parser parser;
   simdjson::padded_string buffer;
@@ -426,6 +545,20 @@ Result<NodeInfo> K8sDecoder::DecodeNode(std::string_view json) {
     return node;
   } catch (const simdjson::simdjson_error& e) {
     return InvalidArgument(std::string("malformed Node JSON: ") + e.what());
+  }
+}
+
+Result<DisruptionBudgetInfo> K8sDecoder::DecodeDisruptionBudget(std::string_view json) {
+  try {
+    impl_->buffer = simdjson::padded_string(json);
+    simdjson::ondemand::document doc = impl_->parser.iterate(impl_->buffer);
+    Result<DisruptionBudgetInfo> budget = DecodeDisruptionBudgetValue(doc.get_value());
+    if (budget.ok() && !AtEnd(doc)) {
+      return InvalidArgument("trailing content after the PodDisruptionBudget object");
+    }
+    return budget;
+  } catch (const simdjson::simdjson_error& e) {
+    return InvalidArgument(std::string("malformed PodDisruptionBudget JSON: ") + e.what());
   }
 }
 

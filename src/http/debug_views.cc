@@ -210,7 +210,14 @@ ordered_json PreemptJson(const service::PreemptRecord& record) {
       n["asProposed"] = c.as_proposed;
       n["victims"] = node.victim_keys.empty() ? c.victims : node.victim_keys;
       n["victimUids"] = c.victims;
-      n["pdbViolationsAtMost"] = c.pdb_violations;
+      if (c.pdb_counted) {
+        // Counted from the watched PodDisruptionBudgets that count this node's pods.
+        n["pdbViolations"] = c.pdb_violations;
+        n["disruptionBudgets"] = node.budgets;
+      } else {
+        // Bounded from the scheduler's count: gputopo has not synced the budgets.
+        n["pdbViolationsAtMost"] = c.pdb_violations;
+      }
       n["highestVictimPriority"] = c.max_priority;
       if (c.added > 0) n["added"] = c.added;
       if (c.spared > 0) n["spared"] = c.spared;

@@ -15,9 +15,11 @@ bool IsGpuNode(const NodeInfo& node) {
 }
 
 ClusterWatcher::ClusterWatcher(KubeClient& client, cluster::ClusterState& state, const Clock& clock,
-                               WatcherOptions options, GpuMismatchListener on_gpu_mismatch)
+                               WatcherOptions options, GpuMismatchListener on_gpu_mismatch,
+                               cluster::DisruptionBudgetIndex* budgets)
     : client_(client),
       state_(state),
+      budgets_(budgets),
       clock_(clock),
       options_(options),
       on_gpu_mismatch_(std::move(on_gpu_mismatch)) {}
@@ -30,6 +32,7 @@ void ClusterWatcher::Start() {
   last_expiry_ns_ = NowNs();
   nodes_.thread = std::thread([this] { Run(nodes_); });
   pods_.thread = std::thread([this] { Run(pods_); });
+  if (budgets_ != nullptr) budgets_kind_.thread = std::thread([this] { Run(budgets_kind_); });
 }
 
 void ClusterWatcher::Stop() {
@@ -38,7 +41,7 @@ void ClusterWatcher::Stop() {
     stop_ = true;
   }
   sleep_cv_.notify_all();
-  for (Kind* kind : {&nodes_, &pods_}) {
+  for (Kind* kind : {&nodes_, &pods_, &budgets_kind_}) {
     if (kind->thread.joinable()) kind->thread.join();
   }
 }
@@ -85,6 +88,7 @@ Result<std::string> ClusterWatcher::List(Kind& kind) {
   codec::K8sDecoder decoder;
   std::vector<NodeInfo> nodes;
   std::vector<PodInfo> pods;
+  std::vector<DisruptionBudgetInfo> budgets;
   std::string continue_token;
   std::string resource_version;
   do {
@@ -102,6 +106,14 @@ Result<std::string> ClusterWatcher::List(Kind& kind) {
           continue;
         }
         if (IsGpuNode(*node)) nodes.push_back(std::move(node).value());
+      } else if (kind.id == KindId::kBudgets) {
+        Result<DisruptionBudgetInfo> budget = decoder.DecodeDisruptionBudget(item);
+        if (!budget.ok()) {
+          spdlog::warn("list poddisruptionbudgets: skipping an object: {}",
+                       budget.status().message());
+          continue;
+        }
+        budgets.push_back(std::move(budget).value());
       } else {
         Result<PodInfo> pod = decoder.DecodePod(item);
         if (!pod.ok()) {
@@ -115,13 +127,19 @@ Result<std::string> ClusterWatcher::List(Kind& kind) {
       }
     }
   } while (!continue_token.empty() && !stop_);
+  size_t kept = 0;
   if (kind.id == KindId::kNodes) {
     state_.ReplaceNodes(nodes);
+    kept = nodes.size();
+  } else if (kind.id == KindId::kBudgets) {
+    budgets_->ReplaceBudgets(budgets);
+    kept = budgets.size();
   } else {
     state_.ReplacePods(pods);
+    if (budgets_ != nullptr) budgets_->ReplacePods(pods);
+    kept = pods.size();
   }
-  spdlog::info("listed {}: {} kept at resourceVersion {}", kind.name,
-               kind.id == KindId::kNodes ? nodes.size() : pods.size(), resource_version);
+  spdlog::info("listed {}: {} kept at resourceVersion {}", kind.name, kept, resource_version);
   Touch();
   return resource_version;
 }
@@ -161,6 +179,19 @@ bool ClusterWatcher::Apply(Kind& kind, Decoders& decoders, std::string_view line
     }
     return true;
   }
+  if (kind.id == KindId::kBudgets) {
+    Result<DisruptionBudgetInfo> budget = decoder.DecodeDisruptionBudget(event->object);
+    if (!budget.ok()) {
+      spdlog::warn("watch poddisruptionbudgets: ignoring an object: {}", budget.status().message());
+      return true;
+    }
+    if (event->type == WatchEventType::kDeleted) {
+      budgets_->RemoveBudget(budget->uid);
+    } else {
+      budgets_->UpsertBudget(*budget);
+    }
+    return true;
+  }
   Result<PodInfo> pod = decoder.DecodePod(event->object);
   if (!pod.ok()) {
     spdlog::warn("watch pods: ignoring an object: {}", pod.status().message());
@@ -168,7 +199,9 @@ bool ClusterWatcher::Apply(Kind& kind, Decoders& decoders, std::string_view line
   }
   if (event->type == WatchEventType::kDeleted) {
     state_.RemovePod(pod->uid);
+    if (budgets_ != nullptr) budgets_->RemovePod(pod->uid);
   } else {
+    if (budgets_ != nullptr) budgets_->UpsertPod(*pod);
     // Keeps GPU-less pods as their CPU and memory only; drops finished ones.
     if (state_.UpsertPod(*pod) && on_gpu_mismatch_) on_gpu_mismatch_(*pod);
   }

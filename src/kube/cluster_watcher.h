@@ -13,8 +13,13 @@
 // and pods that request it (ClusterState drops the rest), so memory follows the GPU fleet, not
 // the cluster.
 //
-// Ready() is true once both kinds have been listed, and turns false while a watch has been broken
-// for longer than the staleness bound.
+// With a DisruptionBudgetIndex, PodDisruptionBudgets (policy/v1) are watched the same way on a
+// third thread, and the pods watch also feeds the index the labels of GPU pods. Budgets are
+// optional: Ready() does not wait for them, and while they cannot be listed (RBAC without
+// poddisruptionbudgets, say) the index stays unsynced and preemption uses the scheduler's count.
+//
+// Ready() is true once nodes and pods have been listed, and turns false while one of those two
+// watches has been broken for longer than the staleness bound.
 //
 // Thread safety: Start/Stop from one thread; the accessors are thread-safe.
 #ifndef GPUTOPO_SRC_KUBE_CLUSTER_WATCHER_H_
@@ -29,6 +34,7 @@
 #include <thread>
 
 #include "cluster/cluster_state.h"
+#include "cluster/disruption_budget_index.h"
 #include "gputopo/clock.h"
 #include "src/kube/kube_client.h"
 
@@ -44,7 +50,7 @@ struct WatcherOptions {
 };
 
 struct WatcherStats {
-  uint64_t events = 0;      // events applied, both kinds
+  uint64_t events = 0;      // events applied, every kind
   uint64_t relists = 0;     // full lists after the first (410 Gone)
   uint64_t reconnects = 0;  // watches resumed after a broken stream
   uint64_t expired_reservations = 0;
@@ -59,9 +65,10 @@ class ClusterWatcher {
   // Must be quick: an Event is queued, not posted.
   using GpuMismatchListener = std::function<void(const PodInfo&)>;
 
-  // All must outlive the watcher.
+  // All must outlive the watcher. `budgets` may be null: PodDisruptionBudgets are not watched.
   ClusterWatcher(KubeClient& client, cluster::ClusterState& state, const Clock& clock,
-                 WatcherOptions options, GpuMismatchListener on_gpu_mismatch = nullptr);
+                 WatcherOptions options, GpuMismatchListener on_gpu_mismatch = nullptr,
+                 cluster::DisruptionBudgetIndex* budgets = nullptr);
   ~ClusterWatcher();
   ClusterWatcher(const ClusterWatcher&) = delete;
   ClusterWatcher& operator=(const ClusterWatcher&) = delete;
@@ -73,7 +80,7 @@ class ClusterWatcher {
   WatcherStats Stats() const;
 
  private:
-  enum class KindId { kNodes, kPods };
+  enum class KindId { kNodes, kPods, kBudgets };
   struct Kind {
     Kind(KindId i, const char* n, const char* p) : id(i), name(n), path(p) {}
     KindId id;
@@ -97,11 +104,14 @@ class ClusterWatcher {
 
   KubeClient& client_;
   cluster::ClusterState& state_;
+  cluster::DisruptionBudgetIndex* const budgets_;
   const Clock& clock_;
   const WatcherOptions options_;
   const GpuMismatchListener on_gpu_mismatch_;
   Kind nodes_{KindId::kNodes, "nodes", "/api/v1/nodes"};
   Kind pods_{KindId::kPods, "pods", "/api/v1/pods"};
+  Kind budgets_kind_{KindId::kBudgets, "poddisruptionbudgets",
+                     "/apis/policy/v1/poddisruptionbudgets"};
   std::atomic<bool> stop_{false};
   std::mutex sleep_mutex_;
   std::condition_variable sleep_cv_;

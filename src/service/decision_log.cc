@@ -58,6 +58,7 @@ size_t ApproxBytes(const PreemptRecord& r) {
     for (const std::string& uid : node.proposed) n += BytesOf(uid);
     for (const std::string& uid : node.choice.victims) n += BytesOf(uid);
     for (const std::string& key : node.victim_keys) n += BytesOf(key);
+    for (const std::string& key : node.budgets) n += BytesOf(key);
   }
   return n;
 }

@@ -138,6 +138,9 @@ struct PreemptRecord {
     policies::VictimChoice choice;         // reason set when the node was dropped
     std::vector<std::string> victim_keys;  // "<namespace>/<name>" of choice.victims, where known
     std::string placement;                 // where the preemptor would go, for people
+    // "<namespace>/<name>" of the watched budgets that count pods on the node (choice's
+    // pdb_counted)
+    std::vector<std::string> budgets;
   };
   std::vector<Node> nodes;  // in request order
   size_t kept = 0;

@@ -1,5 +1,8 @@
 #include "src/service/preemptor.h"
 
+#include <algorithm>
+#include <optional>
+#include <string_view>
 #include <utility>
 
 namespace gputopo::service {
@@ -16,6 +19,18 @@ std::string KeyOf(const policies::NodeState& node, const std::string& uid) {
     if (p.pod_uid == uid) return p.pod_key;
   }
   return "uid " + uid;
+}
+
+// Every pod gputopo tracks on `node` (uids may repeat; they point into the node).
+std::vector<std::string_view> PodsOn(const policies::NodeState& node) {
+  std::vector<std::string_view> uids;
+  for (int g = 0; g < node.gpu_count(); ++g) {
+    for (const policies::Occupant& o : node.gpu(g).occupants) uids.push_back(o.pod_uid);
+  }
+  for (const policies::UnplacedPod& p : node.unplaced()) uids.push_back(p.pod_uid);
+  std::sort(uids.begin(), uids.end());
+  uids.erase(std::unique(uids.begin(), uids.end()), uids.end());
+  return uids;
 }
 
 }  // namespace
@@ -75,8 +90,12 @@ PreemptReply Preemptor::Preempt(const extender::PreemptionArgs& args) const {
         choice.detail = "no Node object with this name in gputopo's cache";
         continue;
       }
+      std::optional<policies::BudgetCoverage> coverage;
+      if (budgets_ != nullptr) coverage = budgets_->CoverageOf(PodsOn(*node));
       choice = policies::ChooseVictims(*requirements, args.pod.priority, *node, **preset,
-                                       {in.victim_uids, in.pdb_violations});
+                                       {in.victim_uids, in.pdb_violations},
+                                       coverage ? &*coverage : nullptr);
+      if (coverage) out.budgets = coverage->budgets;
       if (choice.possible) {
         for (const std::string& uid : choice.victims) out.victim_keys.push_back(KeyOf(*node, uid));
         out.placement = DescribePlacement(*node, choice.gpus);

@@ -9,6 +9,10 @@
 // gputopo cannot read (a corrupt annotation, an unknown preset) keeps no node: nothing is
 // evicted for a pod gputopo would not place.
 //
+// With a DisruptionBudgetIndex that has synced, PDB violations are counted from the watched
+// budgets; otherwise they are bounded from the scheduler's NumPDBViolations (see
+// policies/preemption/victim_selection.h).
+//
 // Thread safety: thread-safe; calls run concurrently.
 #ifndef GPUTOPO_SRC_SERVICE_PREEMPTOR_H_
 #define GPUTOPO_SRC_SERVICE_PREEMPTOR_H_
@@ -17,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/disruption_budget_index.h"
 #include "src/codec/preemption_codec.h"
 #include "src/service/decision_log.h"
 #include "src/service/scheduling_context.h"
@@ -31,13 +36,17 @@ struct PreemptReply {
 
 class Preemptor {
  public:
-  // `context` must outlive the preemptor.
-  explicit Preemptor(const SchedulingContext& context) : context_(context) {}
+  // `context` and `budgets` (null: PodDisruptionBudgets are not watched) must outlive the
+  // preemptor.
+  explicit Preemptor(const SchedulingContext& context,
+                     const cluster::DisruptionBudgetIndex* budgets = nullptr)
+      : context_(context), budgets_(budgets) {}
 
   PreemptReply Preempt(const extender::PreemptionArgs& args) const;
 
  private:
   const SchedulingContext& context_;
+  const cluster::DisruptionBudgetIndex* const budgets_;
 };
 
 }  // namespace gputopo::service

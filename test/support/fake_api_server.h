@@ -100,6 +100,12 @@ class FakeApiServer {
   // absent.
   bool DeleteNode(const std::string& name);
   bool DeletePod(const std::string& namespace_name, const std::string& name);
+  // PodDisruptionBudgets (policy/v1), the same way; namespace "default" when absent.
+  std::optional<nlohmann::json> CreateDisruptionBudget(nlohmann::json budget);
+  std::optional<nlohmann::json> UpdateDisruptionBudget(
+      const std::string& namespace_name, const std::string& name,
+      const std::function<void(nlohmann::json&)>& mutate);
+  bool DeleteDisruptionBudget(const std::string& namespace_name, const std::string& name);
   std::optional<nlohmann::json> GetNodeObject(const std::string& name) const;
   std::optional<nlohmann::json> GetPodObject(const std::string& namespace_name,
                                              const std::string& name) const;

@@ -255,6 +255,67 @@ TEST(VictimSelectionTest, MultiGpuVictimFreesAllItsGpus) {
   EXPECT_EQ(choice.spared, 4);
 }
 
+TEST(VictimSelectionTest, WatchedBudgetsSpareTheProtectedPairAndCountExactly) {
+  TestCluster cluster;
+  // Four NVLink pairs, one 1-GPU low pod on each GPU. A budget with no disruption left covers
+  // the pods of pair 0-1; the scheduler (which cannot see GPUs) proposes exactly those two.
+  cluster.Add(MakeNode().Name("n").Profile("pairs").Replicas(1).Allocatable(8).Obj());
+  for (int g = 0; g < 8; ++g) cluster.Add(Running("p" + std::to_string(g), "n", std::to_string(g)));
+  const NodeState& node = *cluster.Node("n");
+  const ProposedVictims proposed{{"uid-p0", "uid-p1"}, 2};
+  BudgetCoverage coverage;
+  coverage.allowed = {0};
+  coverage.budgets = {"default/keep"};
+  coverage.budgets_of = {{"uid-p0", {0}}, {"uid-p1", {0}}};
+
+  // Without budgets, the proposal works and is kept, with the scheduler's count.
+  VictimChoice blind = ChooseVictims(Requirements(2), kHigh, node, cluster.preset(), proposed);
+  ASSERT_TRUE(blind.possible);
+  EXPECT_TRUE(blind.as_proposed);
+  EXPECT_EQ(blind.pdb_violations, 2);
+  EXPECT_FALSE(blind.pdb_counted);
+
+  // With them, another NVLink pair is cleared and no budget breaks.
+  VictimChoice seen =
+      ChooseVictims(Requirements(2), kHigh, node, cluster.preset(), proposed, &coverage);
+  ASSERT_TRUE(seen.possible) << seen.detail;
+  EXPECT_TRUE(seen.pdb_counted);
+  EXPECT_EQ(seen.pdb_violations, 0);
+  EXPECT_EQ(seen.victims.size(), 2u);
+  for (const std::string& uid : seen.victims) {
+    EXPECT_NE(uid, "uid-p0");
+    EXPECT_NE(uid, "uid-p1");
+  }
+  EXPECT_TRUE(node.shape().InOneIsland(seen.gpus)) << seen.detail;
+  EXPECT_EQ(seen.added, 2);
+  EXPECT_EQ(seen.spared, 2);
+
+  // A budget that allows one disruption: taking the whole pair breaks it once, which the
+  // count reports; every pair covered, so the fewest violations is 1.
+  coverage.allowed = {1};
+  for (int g = 2; g < 8; ++g) coverage.budgets_of["uid-p" + std::to_string(g)] = {0};
+  VictimChoice one =
+      ChooseVictims(Requirements(2), kHigh, node, cluster.preset(), proposed, &coverage);
+  ASSERT_TRUE(one.possible);
+  EXPECT_EQ(one.pdb_violations, 1);
+  EXPECT_EQ(one.victims.size(), 2u);
+  EXPECT_TRUE(node.shape().InOneIsland(one.gpus));
+}
+
+TEST(VictimSelectionTest, WatchedBudgetsLeaveUntrackedProposedPodsToTheSchedulersCount) {
+  TestCluster cluster;
+  cluster.Add(MakeNode().Name("n").Profile("dgx1").Replicas(1).Allocatable(8).Obj());
+  for (int g = 0; g < 8; ++g) cluster.Add(Running("p" + std::to_string(g), "n", std::to_string(g)));
+  BudgetCoverage coverage;  // no budget counts a GPU pod here
+  VictimChoice choice = ChooseVictims(Requirements(1), kHigh, *cluster.Node("n"), cluster.preset(),
+                                      {{"uid-p3", "cpu-only"}, 1}, &coverage);
+  ASSERT_TRUE(choice.possible);
+  EXPECT_EQ(choice.victims, (std::vector<std::string>{"uid-p3", "cpu-only"}));
+  EXPECT_TRUE(choice.pdb_counted);
+  // The GPU pod breaks nothing; the pod without GPUs may be the one the scheduler counted.
+  EXPECT_EQ(choice.pdb_violations, 1);
+}
+
 TEST(NodeStateWithoutTest, EqualsTheStateBuiltWithoutThePods) {
   TestCluster with;
   TestCluster without;

@@ -114,6 +114,9 @@ TEST(K8sDecodePodTest, TrainerHasTemplateHashAndControllerOwner) {
   EXPECT_EQ(pod->owners[0].name, "trainer");
   EXPECT_EQ(pod->owners[0].uid, "db7b86ce-3e16-4c2d-bc3f-bc2c8844da42");
   EXPECT_TRUE(pod->owners[0].controller);
+  // Every label, sorted by key (for PodDisruptionBudget selectors).
+  EXPECT_THAT(pod->labels,
+              ElementsAre(Pair("app", "trainer"), Pair("pod-template-hash", "7d9f8c6b5d")));
   // The capture's only annotation is research/note, which gputopo drops.
   EXPECT_THAT(pod->annotations, IsEmpty());
 }
@@ -828,6 +831,78 @@ TEST(K8sDecodeNodeTest, EveryTruncationIsAnError) {
     if (got.ok()) break;
   }
   EXPECT_TRUE(decoder.DecodeNode(full).ok());
+}
+
+// A PodDisruptionBudget as the API server lists it (policy/v1, kind and apiVersion stripped
+// from list items, status written by the disruption controller).
+json BudgetObject() {
+  return json::parse(R"({
+    "metadata": {"name": "trainer", "namespace": "research", "uid": "4f6d2a1e-0000-4000-8000-1",
+                 "resourceVersion": "812", "generation": 1},
+    "spec": {"minAvailable": 2,
+             "selector": {"matchLabels": {"app": "trainer"},
+                          "matchExpressions": [
+                            {"key": "tier", "operator": "NotIn", "values": ["cpu"]},
+                            {"key": "canary", "operator": "DoesNotExist"}]}},
+    "status": {"observedGeneration": 1, "disruptionsAllowed": 1, "currentHealthy": 3,
+               "desiredHealthy": 2, "expectedPods": 3,
+               "disruptedPods": {"trainer-b": "2026-12-03T10:00:00Z",
+                                 "trainer-a": "2026-12-03T10:00:01Z"},
+               "conditions": [{"type": "DisruptionAllowed", "status": "True"}]}})");
+}
+
+TEST(K8sDecodeDisruptionBudgetTest, ReadsSelectorStatusAndDisruptedPods) {
+  K8sDecoder decoder;
+  Result<DisruptionBudgetInfo> budget = decoder.DecodeDisruptionBudget(BudgetObject().dump());
+  ASSERT_TRUE(budget.ok()) << budget.status().ToString();
+  EXPECT_EQ(budget->Key(), "research/trainer");
+  EXPECT_EQ(budget->uid, "4f6d2a1e-0000-4000-8000-1");
+  EXPECT_EQ(budget->resource_version, "812");
+  EXPECT_EQ(budget->disruptions_allowed, 1);
+  EXPECT_THAT(budget->disrupted_pods, ElementsAre("trainer-a", "trainer-b"));
+  ASSERT_TRUE(budget->selector.has_value()) << budget->selector_error;
+  using Op = LabelRequirement::Operator;
+  // Requirements are ANDed: their order (here nlohmann's sorted keys) does not matter.
+  const std::vector<LabelRequirement> expected = {{"app", Op::kIn, {"trainer"}},
+                                                  {"tier", Op::kNotIn, {"cpu"}},
+                                                  {"canary", Op::kDoesNotExist, {}}};
+  EXPECT_THAT(budget->selector->requirements, ::testing::UnorderedElementsAreArray(expected));
+}
+
+TEST(K8sDecodeDisruptionBudgetTest, SelectorKubeRejectsIsCarriedNotFatal) {
+  K8sDecoder decoder;
+  for (const json& expression :
+       {json{{"key", "tier"}, {"operator", "Near"}, {"values", {"a"}}},
+        json{{"key", "tier"}, {"operator", "In"}, {"values", json::array()}},
+        json{{"key", "tier"}, {"operator", "Exists"}, {"values", {"a"}}}}) {
+    json object = BudgetObject();
+    object["spec"]["selector"]["matchExpressions"] = json::array({expression});
+    Result<DisruptionBudgetInfo> budget = decoder.DecodeDisruptionBudget(object.dump());
+    ASSERT_TRUE(budget.ok()) << budget.status().ToString();
+    EXPECT_FALSE(budget->selector.has_value()) << expression.dump();
+    EXPECT_FALSE(budget->selector_error.empty());
+  }
+  json null_selector = BudgetObject();
+  null_selector["spec"].erase("selector");
+  Result<DisruptionBudgetInfo> none = decoder.DecodeDisruptionBudget(null_selector.dump());
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->selector.has_value());
+  EXPECT_TRUE(none->selector_error.empty());
+}
+
+TEST(K8sDecodeDisruptionBudgetTest, BrokenObjectsAreErrors) {
+  K8sDecoder decoder;
+  json no_uid = BudgetObject();
+  no_uid["metadata"].erase("uid");
+  EXPECT_FALSE(decoder.DecodeDisruptionBudget(no_uid.dump()).ok());
+  json negative = BudgetObject();
+  negative["status"]["disruptionsAllowed"] = -1;
+  EXPECT_FALSE(decoder.DecodeDisruptionBudget(negative.dump()).ok());
+  json huge = BudgetObject();
+  huge["status"]["disruptionsAllowed"] = 1LL << 40;
+  EXPECT_FALSE(decoder.DecodeDisruptionBudget(huge.dump()).ok());
+  EXPECT_FALSE(decoder.DecodeDisruptionBudget("{\"metadata\": ").ok());
+  EXPECT_FALSE(decoder.DecodeDisruptionBudget("[]").ok());
 }
 
 }  // namespace

@@ -54,17 +54,18 @@ class WatcherTest : public ::testing::Test {
     client.request_timeout = kAnswerDeadline;
     client_ = std::make_unique<KubeClient>(config, client, clock_);
   }
-  void StartWatcher(ClusterWatcher::GpuMismatchListener on_gpu_mismatch = nullptr) {
+  void StartWatcher(ClusterWatcher::GpuMismatchListener on_gpu_mismatch = nullptr,
+                    cluster::DisruptionBudgetIndex* budgets = nullptr) {
     WatcherOptions options;
     options.watch_timeout_seconds = 5;
     options.backoff_initial = std::chrono::milliseconds(20);
     options.backoff_max = std::chrono::milliseconds(200);
     options.staleness = std::chrono::seconds(30);
     watcher_ = std::make_unique<ClusterWatcher>(*client_, cluster_.state(), clock_, options,
-                                                std::move(on_gpu_mismatch));
+                                                std::move(on_gpu_mismatch), budgets);
     watcher_->Start();
     ASSERT_TRUE(WaitFor([&] { return watcher_->Ready(); })) << "never synced";
-    ASSERT_TRUE(server_.WaitForOpenWatches(2, kAnswerDeadline));
+    ASSERT_TRUE(server_.WaitForOpenWatches(budgets != nullptr ? 3 : 2, kAnswerDeadline));
   }
   void TearDown() override {
     if (watcher_) watcher_->Stop();
@@ -81,6 +82,83 @@ class WatcherTest : public ::testing::Test {
   std::unique_ptr<KubeClient> client_;
   std::unique_ptr<ClusterWatcher> watcher_;
 };
+
+json TrainerBudget(int allowed) {
+  return {{"apiVersion", "policy/v1"},
+          {"kind", "PodDisruptionBudget"},
+          {"metadata", {{"name", "trainer"}, {"namespace", "ml"}}},
+          {"spec", {{"minAvailable", 1}, {"selector", {{"matchLabels", {{"app", "trainer"}}}}}}},
+          {"status",
+           {{"disruptionsAllowed", allowed},
+            {"currentHealthy", 2},
+            {"desiredHealthy", 1},
+            {"expectedPods", 2}}}};
+}
+
+// The uid the fake server gave a pod created with label app=trainer.
+std::string CreateTrainer(FakeApiServer& server, const std::string& name, const std::string& gpu) {
+  json pod = BoundPod(name, "gpu-1", gpu);
+  pod["metadata"]["labels"] = {{"app", "trainer"}};
+  std::optional<json> stored = server.CreatePod(pod);
+  EXPECT_TRUE(stored.has_value());
+  return stored ? (*stored)["metadata"]["uid"].get<std::string>() : "";
+}
+
+TEST_F(WatcherTest, WatchesDisruptionBudgetsAndTheLabelsOfGpuPods) {
+  ASSERT_TRUE(server_.CreateNode(GpuNode("gpu-1")).has_value());
+  const std::string first = CreateTrainer(server_, "trainer-0", "0");
+  ASSERT_TRUE(server_.CreateDisruptionBudget(TrainerBudget(1)).has_value());
+  cluster::DisruptionBudgetIndex budgets;
+  StartWatcher(nullptr, &budgets);
+  ASSERT_TRUE(WaitFor([&] { return budgets.Counts().synced; })) << "budgets never listed";
+  auto allowed_for = [&](const std::string& uid) {
+    std::optional<policies::BudgetCoverage> c = budgets.CoverageOf({uid});
+    if (!c || !c->budgets_of.contains(uid)) return -1;
+    return c->allowed[c->budgets_of.at(uid).front()];
+  };
+  // Listed: the budget counts the pod listed with it.
+  EXPECT_EQ(allowed_for(first), 1);
+  EXPECT_EQ(budgets.CoverageOf({first})->budgets, std::vector<std::string>{"ml/trainer"});
+  // Watched: the controller's new status, a new pod, the budget's deletion.
+  ASSERT_TRUE(server_
+                  .UpdateDisruptionBudget("ml", "trainer",
+                                          [](json& b) { b["status"]["disruptionsAllowed"] = 0; })
+                  .has_value());
+  EXPECT_TRUE(WaitFor([&] { return allowed_for(first) == 0; }));
+  const std::string second = CreateTrainer(server_, "trainer-1", "1");
+  EXPECT_TRUE(WaitFor([&] { return allowed_for(second) == 0; }));
+  ASSERT_TRUE(server_.DeletePod("ml", "trainer-1"));
+  EXPECT_TRUE(WaitFor([&] { return budgets.Counts().pods == 1; }));
+  ASSERT_TRUE(server_.DeleteDisruptionBudget("ml", "trainer"));
+  EXPECT_TRUE(WaitFor([&] { return budgets.Counts().budgets == 0; }));
+  EXPECT_EQ(allowed_for(first), -1);
+}
+
+TEST_F(WatcherTest, BudgetsTheWatcherMayNotListDoNotHoldReadiness) {
+  ASSERT_TRUE(server_.CreateNode(GpuNode("gpu-1")).has_value());
+  const std::string uid = CreateTrainer(server_, "trainer-0", "0");
+  ASSERT_TRUE(server_.CreateDisruptionBudget(TrainerBudget(0)).has_value());
+  // RBAC without poddisruptionbudgets: 403 twice; then a list that stays unanswered until the
+  // test lets it go.
+  server_.FailNext("GET", "/apis/policy/v1/poddisruptionbudgets", 403, 2);
+  server_.HoldNext("GET", "/apis/policy/v1/poddisruptionbudgets");
+  cluster::DisruptionBudgetIndex budgets;
+  WatcherOptions options;
+  options.backoff_initial = std::chrono::milliseconds(20);
+  options.backoff_max = std::chrono::milliseconds(200);
+  watcher_ = std::make_unique<ClusterWatcher>(*client_, cluster_.state(), clock_, options, nullptr,
+                                              &budgets);
+  watcher_->Start();
+  ASSERT_TRUE(WaitFor([&] { return watcher_->Ready(); }))
+      << "nodes and pods alone make the watcher ready";
+  EXPECT_FALSE(budgets.CoverageOf({uid}).has_value()) << "budgets unknown: the scheduler's count";
+  ASSERT_TRUE(WaitFor([&] { return server_.held_requests() == 1; }));
+  server_.ReleaseHeld();
+  ASSERT_TRUE(WaitFor([&] { return budgets.Counts().synced; })) << "the list is retried";
+  std::optional<policies::BudgetCoverage> coverage = budgets.CoverageOf({uid});
+  ASSERT_TRUE(coverage.has_value());
+  EXPECT_EQ(coverage->budgets, std::vector<std::string>{"ml/trainer"});
+}
 
 TEST_F(WatcherTest, InitialSyncKeepsOnlyGpuNodesAndGpuPods) {
   ASSERT_TRUE(server_.CreateNode(GpuNode("gpu-1")).has_value());

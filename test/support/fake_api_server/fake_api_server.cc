@@ -2,6 +2,7 @@
 //
 // Faithful to kube-apiserver (what a client can observe), where gputopo depends on it:
 // - List: {"kind":"PodList"|"NodeList","apiVersion":"v1","metadata":{"resourceVersion"},"items"}
+//   (PodDisruptionBudgetList, "policy/v1", for /apis/policy/v1/poddisruptionbudgets)
 //   with kind/apiVersion stripped from items; limit/continue pagination over a consistent snapshot
 //   taken at the first page (every page reports the first page's resourceVersion); continue tokens
 //   in the real format (base64url of {"v":"meta.k8s.io/v1","rv":N,"start":"<key>\u0000"});
@@ -12,7 +13,8 @@
 //   waits up to 3 s, then 504 "Too large resource version".
 // - fieldSelector (=, ==, !=) on metadata.name (nodes and pods), metadata.namespace and
 //   spec.nodeName (pods); a field the real server does not support either: 400 "field label not
-//   supported: <f>". Pods are also listed and watched per namespace (namespaces/{ns}/pods).
+//   supported: <f>". Pods are also listed and watched per namespace (namespaces/{ns}/pods), and
+//   so are PodDisruptionBudgets (metadata.name and metadata.namespace are their only fields).
 // - Watch: chunked JSON lines {"type","object"} with kind/apiVersion on objects. resourceVersion
 //   unset or "0": synthetic ADDED for every current object, then changes. resourceVersion=N: the
 //   watch cache's rule, per resource: resumable from N >= oldest-1 where "oldest" is the oldest
@@ -58,7 +60,9 @@
 // - /healthz, /readyz and /livez.
 //
 // Simplified (deliberately):
-// - Only core/v1 nodes, pods, pods/binding and event creation; no namespaces objects (any
+// - Only core/v1 nodes, pods, pods/binding and event creation, and policy/v1
+//   PodDisruptionBudgets to list and watch (set by the test, status included: no disruption
+//   controller computes disruptionsAllowed, no eviction API); no namespaces objects (any
 //   namespace exists), no admission, no defaulting beyond status.phase=Pending, no validation of
 //   object bodies beyond what is listed above, no RBAC, no managedFields.
 // - The 410 window is counted in events, not time; continue-token snapshots are kept for the 64
@@ -119,6 +123,18 @@ std::optional<nlohmann::json> FakeApiServer::GetNodeObject(const std::string& na
 std::optional<nlohmann::json> FakeApiServer::GetPodObject(const std::string& namespace_name,
                                                           const std::string& name) const {
   return impl_->Get(Resource::kPods, PodKey(namespace_name, name));
+}
+std::optional<nlohmann::json> FakeApiServer::CreateDisruptionBudget(nlohmann::json budget) {
+  return impl_->Create(Resource::kDisruptionBudgets, std::move(budget));
+}
+std::optional<nlohmann::json> FakeApiServer::UpdateDisruptionBudget(
+    const std::string& namespace_name, const std::string& name,
+    const std::function<void(nlohmann::json&)>& mutate) {
+  return impl_->Update(Resource::kDisruptionBudgets, PodKey(namespace_name, name), mutate);
+}
+bool FakeApiServer::DeleteDisruptionBudget(const std::string& namespace_name,
+                                           const std::string& name) {
+  return impl_->Delete(Resource::kDisruptionBudgets, PodKey(namespace_name, name));
 }
 std::vector<nlohmann::json> FakeApiServer::Nodes() const { return impl_->All(Resource::kNodes); }
 std::vector<nlohmann::json> FakeApiServer::Pods() const { return impl_->All(Resource::kPods); }

@@ -10,8 +10,8 @@ namespace {
 // The value of an implemented field, or nullopt when the fake does not implement it for `r`.
 std::optional<std::string> FieldValue(Resource r, const json& object, const std::string& field) {
   if (field == "metadata.name") return Name(object);
+  if (Info(r).namespaced && field == "metadata.namespace") return Namespace(object);
   if (r != Resource::kPods) return std::nullopt;
-  if (field == "metadata.namespace") return Namespace(object);
   if (field == "spec.nodeName") return Str(object, {"spec", "nodeName"});
   return std::nullopt;
 }
@@ -23,6 +23,7 @@ bool RealServerSupports(Resource r, const std::string& field) {
       "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName", "spec.hostNetwork",
       "status.phase",       "status.podIP",       "status.nominatedNodeName"};
   if (r == Resource::kNodes) return field == "spec.unschedulable";
+  if (r == Resource::kDisruptionBudgets) return false;
   return std::find(std::begin(kPodFields), std::end(kPodFields), field) != std::end(kPodFields);
 }
 

@@ -140,7 +140,7 @@ void FakeApiServer::Impl::List(const httplib::Request& req, httplib::Response& r
       last_key = it->first;
     }
     body = {{"kind", fake_api::Info(r).list_kind},
-            {"apiVersion", "v1"},
+            {"apiVersion", fake_api::Info(r).api_version},
             {"metadata", {{"resourceVersion", Rv(list_rv)}}},
             {"items", std::move(items)}};
     if (remaining > 0) {

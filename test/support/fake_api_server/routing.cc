@@ -121,6 +121,15 @@ void FakeApiServer::Impl::Route(const httplib::Request& req, httplib::Response& 
       return SubjectAccessReview(req, res);
     }
   }
+  if (s.size() >= 4 && s[0] == "apis" && s[1] == "policy" && s[2] == "v1") {
+    // PodDisruptionBudgets: list and watch, cluster-wide or in one namespace.
+    const bool all = s.size() == 4 && s[3] == "poddisruptionbudgets";
+    const bool one_namespace =
+        s.size() == 6 && s[3] == "namespaces" && s[5] == "poddisruptionbudgets";
+    if (!all && !one_namespace) return Reply(res, fake_api::NoSuchPath());
+    if (!get) return Reply(res, fake_api::MethodNotAllowed());
+    return CollectionGet(req, res, Resource::kDisruptionBudgets, all ? "" : s[4]);
+  }
   if (s.size() < 3 || s[0] != "api" || s[1] != "v1") return Reply(res, fake_api::NoSuchPath());
   if (s[2] == "nodes" && s.size() == 3) {
     if (!get) return Reply(res, fake_api::MethodNotAllowed());

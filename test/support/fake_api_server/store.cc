@@ -24,9 +24,9 @@ std::optional<fake_api::json> FakeApiServer::Impl::Create(Resource r, json objec
     return std::nullopt;
   }
   object["kind"] = Info(r).kind;
-  object["apiVersion"] = "v1";
+  object["apiVersion"] = Info(r).api_version;
   json& metadata = object["metadata"];
-  if (r == Resource::kPods && fake_api::Namespace(object).empty()) {
+  if (Info(r).namespaced && fake_api::Namespace(object).empty()) {
     metadata["namespace"] = "default";
   }
   if (r == Resource::kNodes) metadata.erase("namespace");
@@ -62,7 +62,7 @@ std::optional<fake_api::json> FakeApiServer::Impl::Update(
     updated["metadata"] = (*previous)["metadata"];
   }
   updated["kind"] = Info(r).kind;
-  updated["apiVersion"] = "v1";
+  updated["apiVersion"] = Info(r).api_version;
   fake_api::Preserve(updated, *previous, "metadata", "name");
   fake_api::Preserve(updated, *previous, "metadata", "namespace");
   BumpResourceVersion();

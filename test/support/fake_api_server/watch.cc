@@ -9,6 +9,17 @@ namespace {
 json BookmarkObject(Resource r, uint64_t resource_version) {
   json metadata = {{"resourceVersion", std::to_string(resource_version)},
                    {"creationTimestamp", nullptr}};
+  if (r == Resource::kDisruptionBudgets) {
+    return {{"kind", "PodDisruptionBudget"},
+            {"apiVersion", "policy/v1"},
+            {"metadata", metadata},
+            {"spec", json::object()},
+            {"status",
+             {{"disruptionsAllowed", 0},
+              {"currentHealthy", 0},
+              {"desiredHealthy", 0},
+              {"expectedPods", 0}}}};
+  }
   if (r == Resource::kPods) {
     return {{"kind", "Pod"},
             {"apiVersion", "v1"},
