@@ -138,7 +138,7 @@ ordered_json CycleJson(const service::CycleRecord& record, size_t max_nodes) {
   j["unresolvable"] = record.unresolvable;
   j["evaluated"] = record.evaluated;
   if (record.from_filter) j["evaluationsFrom"] = "filter";
-  if (record.gpu_less_filter) {
+  if (record.GpuLessFilter()) {
     j["note"] = "pod requests no GPU: every candidate passes; its prioritize scores them";
   }
   std::vector<const service::CycleRecord::NodeRef*> failed;

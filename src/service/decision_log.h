@@ -88,12 +88,14 @@ struct CycleRecord {
   // The evaluations are the pod's previous call's, reused (same snapshot): for a prioritize,
   // its filter's.
   bool from_filter = false;
-  // A filter of a pod without GPUs: every candidate passed, none was evaluated, and `nodes` is
-  // empty (the pod's prioritize evaluates them, to score).
-  bool gpu_less_filter = false;
   // Failures by reason over all candidates (nodes may list only some of them).
   std::map<std::string, size_t> failure_reasons;
 
+  // A filter of a pod without GPUs: every candidate passed, none was evaluated, and `nodes` is
+  // empty (the pod's prioritize evaluates them, to score).
+  bool GpuLessFilter() const {
+    return verb == Verb::kFilter && error.empty() && pod.has_value() && pod->gpus <= 0;
+  }
   const std::string& NodeName(const NodeRef& ref) const;
   // Precondition: the node is known (kUnknownNode not set).
   const policies::NodeState& StateOf(const NodeRef& ref) const {

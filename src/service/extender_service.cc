@@ -50,7 +50,6 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(
         // A pod without GPUs fits every node, known to gputopo or not (EvaluateNode's first
         // rule): its filter needs no evaluation. Its prioritize evaluates, to score.
         record->passed = args.node_names.size();
-        record->gpu_less_filter = true;
         record->duration = elapsed();
         return record;
       }
@@ -132,7 +131,7 @@ FilterReply ExtenderService::Filter(const extender::ExtenderArgs& args) {
   reply.summary = SummaryOf(*record);
   if (!record->error.empty()) {
     reply.error = record->error;
-  } else if (record->gpu_less_filter) {
+  } else if (record->GpuLessFilter()) {
     reply.outcomes.assign(args.node_names.size(), {true, false, std::string_view()});
   } else {
     reply.outcomes.reserve(record->nodes.size());

@@ -126,7 +126,7 @@ TEST(ExtenderServiceTest, AGpuLessPodPassesEveryNodeTheGpuNodesAndTheOthers) {
   EXPECT_EQ(filter.summary.passed, 3u);
   // The filter evaluated nothing (every node passes a pod without GPUs); the record says so.
   ASSERT_EQ(observer.records.size(), 1u);
-  EXPECT_TRUE(observer.records[0]->gpu_less_filter);
+  EXPECT_TRUE(observer.records[0]->GpuLessFilter());
   EXPECT_EQ(observer.records[0]->evaluated, 0u);
   EXPECT_TRUE(observer.records[0]->nodes.empty());
   const PrioritizeReply prioritize = s.service.Prioritize(args);
@@ -136,7 +136,7 @@ TEST(ExtenderServiceTest, AGpuLessPodPassesEveryNodeTheGpuNodesAndTheOthers) {
   EXPECT_EQ(prioritize.scores[2].second, 10);
   // The prioritize evaluated the known nodes itself, as EvaluateNode defines them.
   ASSERT_EQ(observer.records.size(), 2u);
-  EXPECT_FALSE(observer.records[1]->gpu_less_filter);
+  EXPECT_FALSE(observer.records[1]->GpuLessFilter());
   EXPECT_FALSE(observer.records[1]->from_filter);
   EXPECT_EQ(observer.records[1]->nodes.size(), 3u);
   EXPECT_EQ(observer.records[1]->passed, 3u);
