@@ -18,8 +18,18 @@
 //  - gputopo: the same dry run proposes victims; ChooseVictims is called for every candidate
 //    node; the nodes it answers possible for are picked from by the same rule, with the victims
 //    and PDB count it returned.
+//  - gputopo + PDBs: the same, with ChooseVictims given the budgets that count each node's pods
+//    (what gputopo's PodDisruptionBudget watch gives it in live mode).
 //  - none: no preemption at all (how many jobs fit as they come).
 // Admitted jobs stay: later jobs of the same priority cannot preempt them.
+//
+// PodDisruptionBudgets: the low pods belong to kDeployments Deployments (round robin); every
+// other one has a budget with maxUnavailable 10% of its replicas (rounded up), so
+// disruptionsAllowed starts there. Each eviction of a pod a budget counts takes one from it (the
+// replacement pod cannot run in the full cluster, so nothing gives it back); an eviction that
+// takes it below 0 breaks the budget. The dry run counts PDBs as kube-scheduler's
+// SelectVictimsOnNode does (violating pods reprieved first, NumPDBViolations the violating
+// victims left), and pickOneNodeForPreemption puts that count first.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -56,7 +66,10 @@ namespace {
 constexpr int32_t kLowPriority = 100;
 constexpr int32_t kJobPriority = 1000000;
 
-enum class Mode { kNone, kDefault, kGputopo };
+constexpr int kDeployments = 16;
+
+enum class Mode { kNone, kDefault, kGputopo, kGputopoPdb };
+constexpr Mode kModes[] = {Mode::kNone, Mode::kDefault, Mode::kGputopo, Mode::kGputopoPdb};
 const char* ModeName(Mode mode) {
   switch (mode) {
     case Mode::kNone:
@@ -65,9 +78,12 @@ const char* ModeName(Mode mode) {
       return "default";
     case Mode::kGputopo:
       return "gputopo";
+    case Mode::kGputopoPdb:
+      return "gputopo + PDBs";
   }
   return "?";
 }
+bool IsGputopo(Mode mode) { return mode == Mode::kGputopo || mode == Mode::kGputopoPdb; }
 
 struct Machine {
   std::string profile;
@@ -84,6 +100,7 @@ struct Stats {
   int wasted = 0;            // ... and the job still did not fit
   int evicted = 0;           // pods evicted in all
   int evicted_admitted = 0;  // pods evicted for the jobs admitted by preemption
+  int pdb_broken = 0;        // evictions that took a budget below 0
   int multi = 0;             // admitted jobs of 2+ GPUs
   int in_island = 0;
   int all_nvlink = 0;
@@ -105,6 +122,7 @@ struct Held {
   int32_t priority = 0;
   int slots = 0;
   int64_t seq = 0;  // creation order (larger: newer)
+  int budget = -1;  // the PodDisruptionBudget that counts it, if any
 };
 
 // The cluster: gputopo's ClusterState (what filter, bind and preempt read) and the pods' own
@@ -149,8 +167,8 @@ class Cluster {
     return {best, best_e};
   }
 
-  // Binds `pod` to `node` on `gpus`, as gputopo's bind does.
-  void Bind(PodInfo pod, const std::string& node, topology::GpuMask gpus) {
+  // Binds `pod` to `node` on `gpus`, as gputopo's bind does; `budget` counts it (-1: none).
+  void Bind(PodInfo pod, const std::string& node, topology::GpuMask gpus, int budget = -1) {
     pod.node_name = node;
     pod.phase = PodPhase::kRunning;
     std::string assigned;
@@ -159,18 +177,38 @@ class Cluster {
     }
     pod.annotations.emplace_back(std::string(kAnnotationAssignedGpus), assigned);
     state_.UpsertPod(pod);
-    pods_[pod.uid] = {node, pod.priority, static_cast<int>(pod.gpu_request), next_seq_++};
+    pods_[pod.uid] = {node, pod.priority, static_cast<int>(pod.gpu_request), next_seq_++, budget};
   }
 
-  void Evict(const std::string& uid) {
+  // Evicts the pod; true when that breaks its budget.
+  bool Evict(const std::string& uid) {
+    const int budget = pods_.at(uid).budget;
     state_.RemovePod(uid);
     pods_.erase(uid);
+    return budget >= 0 && --allowed_[static_cast<size_t>(budget)] < 0;
+  }
+
+  // status.disruptionsAllowed per budget.
+  std::vector<int>& allowed() { return allowed_; }
+  const std::vector<int>& allowed() const { return allowed_; }
+
+  // The budgets that count the pods on `node`, as gputopo's DisruptionBudgetIndex gives them.
+  policies::BudgetCoverage CoverageOn(const std::string& node) const {
+    policies::BudgetCoverage coverage;
+    coverage.allowed.assign(allowed_.begin(), allowed_.end());
+    for (size_t b = 0; b < allowed_.size(); ++b) coverage.budgets.push_back(std::to_string(b));
+    for (const std::string& uid : PodsOn(node)) {
+      const int budget = pods_.at(uid).budget;
+      if (budget >= 0) coverage.budgets_of[uid] = {budget};
+    }
+    return coverage;
   }
 
  private:
   cluster::ClusterState state_;
   std::vector<std::string> names_;
   std::unordered_map<std::string, Held> pods_;
+  std::vector<int> allowed_;
   int64_t next_seq_ = 0;
 };
 
@@ -218,13 +256,14 @@ std::optional<Candidate> DryRun(const Cluster& cluster, int n, const policies::N
     int32_t priority;
     int slots;
     int64_t seq;
+    int budget;
   };
   std::vector<Victim> lower;
   int free = node.free_slots();
   for (const std::string& uid : cluster.PodsOn(node.name())) {
     const Held& h = cluster.pods().at(uid);
     if (h.priority >= priority) continue;
-    lower.push_back({uid, h.priority, h.slots, h.seq});
+    lower.push_back({uid, h.priority, h.slots, h.seq, h.budget});
     free += h.slots;
   }
   if (lower.empty() || free < gpus) return std::nullopt;
@@ -232,13 +271,25 @@ std::optional<Candidate> DryRun(const Cluster& cluster, int n, const policies::N
     if (a.priority != b.priority) return a.priority > b.priority;
     return newest_first ? a.seq > b.seq : a.seq < b.seq;
   });
+  // filterPodsWithPDBViolation over every candidate, most important first; then the violating
+  // ones are reprieved first.
+  std::vector<int> left = cluster.allowed();
+  std::vector<const Victim*> violating;
+  std::vector<const Victim*> other;
+  for (const Victim& v : lower) {
+    const bool violates = v.budget >= 0 && --left[static_cast<size_t>(v.budget)] < 0;
+    (violates ? violating : other).push_back(&v);
+  }
   Candidate c;
   c.node = n;
-  for (const Victim& v : lower) {
-    if (free - v.slots >= gpus) {
-      free -= v.slots;  // reprieved
-    } else {
-      c.victims.push_back(v.uid);
+  for (const auto* group : {&violating, &other}) {
+    for (const Victim* v : *group) {
+      if (free - v->slots >= gpus) {
+        free -= v->slots;  // reprieved
+      } else {
+        c.victims.push_back(v->uid);
+        if (group == &violating) ++c.pdb_violations;
+      }
     }
   }
   if (c.victims.empty()) return std::nullopt;  // it fits as is: no preemption on this node
@@ -279,6 +330,7 @@ struct Bound {
   PodInfo pod;
   std::string node;
   topology::GpuMask gpus = 0;
+  int deployment = 0;
 };
 
 // Fills every node with low-priority pods until none fits anywhere; returns them in the order
@@ -300,7 +352,7 @@ std::vector<Bound> Fill(const topology::TopologyResolver& resolver,
       if (n < 0) continue;
       const std::string& name = cluster.names()[static_cast<size_t>(n)];
       cluster.Bind(pod, name, e.gpus);
-      bound.push_back({std::move(pod), name, e.gpus});
+      bound.push_back({std::move(pod), name, e.gpus, i % kDeployments});
       placed = true;
       break;
     }
@@ -313,7 +365,17 @@ Stats Run(Mode mode, const topology::TopologyResolver& resolver, const std::vect
           const std::vector<Bound>& filled, const std::vector<int>& jobs,
           const policies::Preset& preset, bool newest_first) {
   Cluster cluster(resolver, nodes);
-  for (const Bound& b : filled) cluster.Bind(b.pod, b.node, b.gpus);
+  // Every other Deployment has a budget: maxUnavailable 10% of its replicas, rounded up.
+  std::vector<int> replicas(kDeployments, 0);
+  for (const Bound& b : filled) ++replicas[static_cast<size_t>(b.deployment)];
+  std::vector<int> budget_of(kDeployments, -1);
+  for (int d = 0; d < kDeployments; d += 2) {
+    budget_of[static_cast<size_t>(d)] = static_cast<int>(cluster.allowed().size());
+    cluster.allowed().push_back((replicas[static_cast<size_t>(d)] + 9) / 10);
+  }
+  for (const Bound& b : filled) {
+    cluster.Bind(b.pod, b.node, b.gpus, budget_of[static_cast<size_t>(b.deployment)]);
+  }
   Stats s;
   for (size_t j = 0; j < jobs.size(); ++j) {
     ++s.jobs;
@@ -349,9 +411,13 @@ Stats Run(Mode mode, const topology::TopologyResolver& resolver, const std::vect
     } else {
       for (const Candidate& p : proposals) {
         const policies::NodeState& node = *states[static_cast<size_t>(p.node)];
+        std::optional<policies::BudgetCoverage> coverage;
+        if (mode == Mode::kGputopoPdb) coverage = cluster.CoverageOn(node.name());
         const auto start = std::chrono::steady_clock::now();
-        policies::VictimChoice choice = policies::ChooseVictims(
-            *req, kJobPriority, node, preset, policies::ProposedVictims{p.victims, 0});
+        policies::VictimChoice choice =
+            policies::ChooseVictims(*req, kJobPriority, node, preset,
+                                    policies::ProposedVictims{p.victims, p.pdb_violations},
+                                    coverage ? &*coverage : nullptr);
         const auto stop = std::chrono::steady_clock::now();
         s.choose_us.push_back(std::chrono::duration<double, std::micro>(stop - start).count());
         if (!choice.possible) continue;
@@ -377,14 +443,14 @@ Stats Run(Mode mode, const topology::TopologyResolver& resolver, const std::vect
       }
     }
     if (chosen == nullptr) continue;  // no node where preemption helps: pending, nothing evicted
-    if (mode == Mode::kGputopo) {
+    if (IsGputopo(mode)) {
       s.as_proposed += chosen->choice.as_proposed ? 1 : 0;
       s.added += chosen->choice.added;
       s.spared += chosen->choice.spared;
     }
     const std::string& name = cluster.names()[static_cast<size_t>(chosen->node)];
     ++s.preemptions;
-    for (const std::string& uid : chosen->victims) cluster.Evict(uid);
+    for (const std::string& uid : chosen->victims) s.pdb_broken += cluster.Evict(uid) ? 1 : 0;
     s.evicted += static_cast<int>(chosen->victims.size());
     const auto node = cluster.Node(name);
     const policies::NodeEvaluation e = policies::EvaluateNode(*req, *node, preset);
@@ -476,17 +542,20 @@ int Main(int argc, char** argv) {
   std::filesystem::create_directories(out);
   std::ostringstream md;
   md << nodes_per_machine << " nodes per cluster, filled with priority-" << kLowPriority
-     << " pods (70% one replica, 30% two GPUs) until none fits; " << jobs << " jobs of priority "
-     << kJobPriority << " (2, 4 or 8 GPUs, uniform) arrive one by one; default preset; mean of "
-     << seeds
+     << " pods (70% one replica, 30% two GPUs; " << kDeployments
+     << " Deployments round robin, every other one with a PodDisruptionBudget of maxUnavailable "
+        "10%) until none fits; "
+     << jobs << " jobs of priority " << kJobPriority
+     << " (2, 4 or 8 GPUs, uniform) arrive one by one; default preset; mean of " << seeds
      << " seeds (counts per seed; ChooseVictims time over all calls of all seeds); the "
         "dry run reprieves the "
      << reprieve << " pod first among equal priorities.\n\n"
      << "| machine | R | mode | jobs admitted | without preemption | after preemption | "
         "preemptions | wasted (% of preemptions) | pods evicted per job admitted by preemption | "
-        "pods evicted in all | multi-GPU jobs in one NVLink island | all pairs NVLink | "
-        "ChooseVictims per node call, mean / p99 | calls per preemption attempt |\n"
-     << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+        "pods evicted in all | evictions breaking a PDB | multi-GPU jobs in one NVLink island | "
+        "all pairs NVLink | ChooseVictims per node call, mean / p99 | calls per preemption "
+        "attempt |\n"
+     << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   std::ostringstream notes;
   for (const std::string& profile_name : split(machine_list)) {
     const topology::Profile* profile = profiles.Find(profile_name);
@@ -508,7 +577,7 @@ int Main(int argc, char** argv) {
           const int sizes_of[] = {2, 4, 8};
           sizes.push_back(sizes_of[std::uniform_int_distribution<int>(0, 2)(rng)]);
         }
-        for (Mode mode : {Mode::kNone, Mode::kDefault, Mode::kGputopo}) {
+        for (Mode mode : kModes) {
           const auto t0 = std::chrono::steady_clock::now();
           Stats st = Run(mode, resolver, nodes, filled, sizes, *preset, reprieve == "newest");
           const double secs =
@@ -528,6 +597,7 @@ int Main(int argc, char** argv) {
           sum.wasted += st.wasted;
           sum.evicted += st.evicted;
           sum.evicted_admitted += st.evicted_admitted;
+          sum.pdb_broken += st.pdb_broken;
           sum.multi += st.multi;
           sum.in_island += st.in_island;
           sum.all_nvlink += st.all_nvlink;
@@ -545,14 +615,14 @@ int Main(int argc, char** argv) {
           attempts[mode] += st.jobs - st.admitted_direct;
         }
       }
-      for (Mode mode : {Mode::kNone, Mode::kDefault, Mode::kGputopo}) {
+      for (Mode mode : kModes) {
         const Stats& t = sums[mode];
         const double n = seeds;
         auto pct = [](int a, int b) { return b > 0 ? 100.0 * a / b : 0.0; };
         char row[1024];
         std::string timing = "";
         std::string calls = "";
-        if (mode == Mode::kGputopo) {
+        if (IsGputopo(mode)) {
           double mean = 0;
           for (double us : t.choose_us) mean += us;
           mean = t.choose_us.empty() ? 0 : mean / static_cast<double>(t.choose_us.size());
@@ -579,12 +649,12 @@ int Main(int argc, char** argv) {
         }
         std::snprintf(row, sizeof(row),
                       "| %s | %d | %s | %.1f%% (%.1f) | %.1f | %.1f | %.1f | %s | %s | %.1f | "
-                      "%.1f%% | %.1f%% | %s | %s |\n",
+                      "%.1f | %.1f%% | %.1f%% | %s | %s |\n",
                       profile_name.c_str(), machine.replicas, ModeName(mode),
                       pct(t.admitted, t.jobs), t.admitted / n, t.admitted_direct / n,
                       t.admitted_preempt / n, t.preemptions / n, wasted, per_job, t.evicted / n,
-                      pct(t.in_island, t.multi), pct(t.all_nvlink, t.multi), timing.c_str(),
-                      calls.c_str());
+                      t.pdb_broken / n, pct(t.in_island, t.multi), pct(t.all_nvlink, t.multi),
+                      timing.c_str(), calls.c_str());
         md << row;
         if (preempts) {
           std::string sizes_note;
@@ -600,17 +670,17 @@ int Main(int argc, char** argv) {
                    "seed): "
                 << sizes_note << ".\n";
         }
-        if (mode == Mode::kGputopo) {
+        if (IsGputopo(mode)) {
           char note[1024];
           std::snprintf(note, sizeof(note),
-                        "- %s R=%d: on the states where gputopo preempted, default's own choice "
+                        "- %s R=%d %s: on the states where gputopo preempted, default's own choice "
                         "would have been wasted %.1f times per seed; where it would have worked, "
                         "gputopo evicted more pods %.1f times, fewer %.1f times. gputopo's "
                         "victims were the dry run's own in %.1f%% of its preemptions; per "
                         "preemption it added %.2f pods to the proposal and spared %.2f.\n",
-                        profile_name.c_str(), machine.replicas, t.default_would_waste / n,
-                        t.more_than_default / n, t.fewer_than_default / n,
-                        pct(t.as_proposed, t.preemptions),
+                        profile_name.c_str(), machine.replicas, ModeName(mode),
+                        t.default_would_waste / n, t.more_than_default / n,
+                        t.fewer_than_default / n, pct(t.as_proposed, t.preemptions),
                         t.preemptions > 0 ? static_cast<double>(t.added) / t.preemptions : 0.0,
                         t.preemptions > 0 ? static_cast<double>(t.spared) / t.preemptions : 0.0);
           notes << note;
