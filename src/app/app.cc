@@ -124,6 +124,7 @@ void App::RegisterCollectors() {
   CollectBackgroundEvaluations(metrics_, *table_refresher_);
   CollectEvents(metrics_, *events_);
   if (watcher_) CollectWatch(metrics_, *watcher_);
+  if (budgets_) CollectDisruptionBudgets(metrics_, *budgets_);
 }
 
 void App::OnGpuMismatch(const PodInfo& pod) {

@@ -90,4 +90,24 @@ void CollectWatch(observability::MetricsRegistry& metrics, const kube::ClusterWa
   });
 }
 
+void CollectDisruptionBudgets(observability::MetricsRegistry& metrics,
+                              const cluster::DisruptionBudgetIndex& budgets) {
+  metrics.AddCollector([budgets = &budgets](observability::MetricsWriter& out) {
+    const cluster::DisruptionBudgetCounts counts = budgets->Counts();
+    out.WriteGauge("gputopo_disruption_budgets",
+                   "PodDisruptionBudgets watched, which preempt counts violations against.", {},
+                   static_cast<double>(counts.budgets));
+    out.WriteGauge("gputopo_disruption_budgets_synced",
+                   "1 once PodDisruptionBudgets have been listed; 0: preempt bounds PDB "
+                   "violations from the scheduler's count.",
+                   {}, counts.synced ? 1.0 : 0.0);
+    out.WriteGauge("gputopo_disruption_budget_pods",
+                   "GPU pods whose labels are kept for budget selectors.", {},
+                   static_cast<double>(counts.pods));
+    out.WriteGauge("gputopo_disruption_budget_label_sets",
+                   "Distinct label sets among them (interned).", {},
+                   static_cast<double>(counts.label_sets));
+  });
+}
+
 }  // namespace gputopo::app

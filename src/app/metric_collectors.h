@@ -8,6 +8,7 @@
 #define GPUTOPO_SRC_APP_METRIC_COLLECTORS_H_
 
 #include "cluster/cluster_state.h"
+#include "cluster/disruption_budget_index.h"
 #include "src/kube/cluster_watcher.h"
 #include "src/observability/metrics.h"
 #include "src/service/event_queue.h"
@@ -27,6 +28,10 @@ void CollectEvents(observability::MetricsRegistry& metrics, const service::Event
 // gputopo_watch_events_total, gputopo_watch_reconnects_total, gputopo_watch_relists_total,
 // gputopo_reservations_expired_total, gputopo_cache_age_seconds, gputopo_cache_synced.
 void CollectWatch(observability::MetricsRegistry& metrics, const kube::ClusterWatcher& watcher);
+// gputopo_disruption_budgets, gputopo_disruption_budgets_synced,
+// gputopo_disruption_budget_pods, gputopo_disruption_budget_label_sets.
+void CollectDisruptionBudgets(observability::MetricsRegistry& metrics,
+                              const cluster::DisruptionBudgetIndex& budgets);
 
 }  // namespace gputopo::app
 

@@ -131,6 +131,17 @@ TEST_F(LivePreemptTest, CountsTheWatchedBudgetsViolationsItself) {
   ASSERT_TRUE(WaitFor([&] { return GuardedAllowed() == 1; }));
   reply = Post("/preempt", PreemptRequest());
   EXPECT_EQ(Violations(reply)["gpu-node-2"], 0) << reply.dump();
+
+  // Operators see the watch in /metrics: one budget, synced, every captured pod labelled.
+  httplib::Client client("127.0.0.1", app_->port());
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics && metrics->status == 200);
+  EXPECT_NE(metrics->body.find("\ngputopo_disruption_budgets 1\n"), std::string::npos);
+  EXPECT_NE(metrics->body.find("\ngputopo_disruption_budgets_synced 1\n"), std::string::npos);
+  EXPECT_NE(
+      metrics->body.find("\ngputopo_disruption_budget_pods " + std::to_string(uids_.size()) + "\n"),
+      std::string::npos)
+      << metrics->body.substr(0, 4000);
 }
 
 }  // namespace
