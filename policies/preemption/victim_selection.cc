@@ -16,7 +16,8 @@ struct Tracked {
   std::string_view uid;
   int32_t priority = 0;
   bool proposed = false;
-  bool budgeted = false;  // a watched PodDisruptionBudget counts it
+  // A watched PodDisruptionBudget counts it that evicting every candidate it counts would break.
+  bool at_risk = false;
   // How many lower-priority pods share its most crowded GPU (unplaced pods: above any GPU's),
   // for the order in which pods are spared.
   int crowding = 0;
@@ -153,9 +154,8 @@ VictimChoice ChooseVictims(const PodRequirements& pod, int32_t priority, const N
   };
   auto track = [&](std::string_view uid, int32_t pod_priority) -> Tracked& {
     if (Tracked* t = find(uid)) return *t;
-    const bool budgeted = budgets != nullptr && budgets->budgets_of.contains(uid);
     return tracked.emplace_back(
-        Tracked{uid, pod_priority, proposed_uids.contains(uid), budgeted, 0, 0});
+        Tracked{uid, pod_priority, proposed_uids.contains(uid), false, 0, 0});
   };
   for (int g = 0; g < node.gpu_count(); ++g) {
     const auto& occupants = node.gpu(g).occupants;
@@ -175,6 +175,33 @@ VictimChoice ChooseVictims(const PodRequirements& pod, int32_t priority, const N
   std::vector<const Tracked*> candidates;
   for (const Tracked& t : tracked) {
     if (t.priority < priority) candidates.push_back(&t);
+  }
+  if (budgets != nullptr) {
+    // A budget with at least as many disruptions left as the candidates it counts here cannot
+    // break, whatever is evicted: its pods are not at risk.
+    std::vector<int64_t> counted(budgets->allowed.size(), 0);
+    auto budgets_of = [&](const Tracked& t) -> const std::vector<int>* {
+      auto it = budgets->budgets_of.find(t.uid);
+      return it == budgets->budgets_of.end() ? nullptr : &it->second;
+    };
+    for (const Tracked* t : candidates) {
+      if (const std::vector<int>* of = budgets_of(*t)) {
+        for (int b : *of) {
+          if (b >= 0 && static_cast<size_t>(b) < counted.size()) ++counted[b];
+        }
+      }
+    }
+    for (Tracked& t : tracked) {
+      if (t.priority >= priority) continue;
+      if (const std::vector<int>* of = budgets_of(t)) {
+        for (int b : *of) {
+          if (b >= 0 && static_cast<size_t>(b) < counted.size() &&
+              budgets->allowed[b] < counted[b]) {
+            t.at_risk = true;
+          }
+        }
+      }
+    }
   }
   std::vector<std::string> foreign;  // proposed, not tracked by gputopo on this node
   for (const std::string& uid : proposed.uids) {
@@ -225,8 +252,8 @@ VictimChoice ChooseVictims(const PodRequirements& pod, int32_t priority, const N
   }
 
   // The victim sets tried: the scheduler's own (when it works), and sparing orders that keep
-  // the pods that may break a PDB (with watched budgets: pods a budget counts, then pods the
-  // scheduler did not propose), then the higher priorities, first. They differ in which of
+  // the pods that may break a PDB (with watched budgets: pods of a budget that could break, then
+  // pods the scheduler did not propose), then the higher priorities, first. They differ in which of
   // the rest they keep first: pods on crowded GPUs (evicting the few pods of sparse GPUs), pods
   // on sparse GPUs, or pods away from the GPUs the preemptor takes with every candidate gone
   // (clearing its best placement).
@@ -247,7 +274,7 @@ VictimChoice ChooseVictims(const PodRequirements& pod, int32_t priority, const N
   for (Keep keep : {Keep::kCrowded, Keep::kSparse, Keep::kAwayFromBest}) {
     std::vector<const Tracked*> order = candidates;
     std::sort(order.begin(), order.end(), [&](const Tracked* a, const Tracked* b) {
-      if (a->budgeted != b->budgeted) return a->budgeted;   // budgeted: spared first
+      if (a->at_risk != b->at_risk) return a->at_risk;      // at risk: spared first
       if (a->proposed != b->proposed) return !a->proposed;  // unproposed: spared first
       if (a->priority != b->priority) return a->priority > b->priority;
       if (keep == Keep::kAwayFromBest) {

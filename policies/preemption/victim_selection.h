@@ -12,9 +12,10 @@
 //    distinct GPUs, locality, spread, shares, exclusivity), minimising in order: the PDB
 //    violations it may cause, the highest victim priority, the number of victims.
 // PodDisruptionBudgets: with `budgets` (gputopo watches them), the violations of a set are
-// counted as kube-scheduler counts them (disruption_budgets.h), pods a budget counts are spared
-// first, and NumPDBViolations is that count (plus, for proposed pods without GPUs, which the
-// coverage does not hold, at most the scheduler's own count). Without them (the watch is not
+// counted as kube-scheduler counts them (disruption_budgets.h); pods of a budget that could
+// break (fewer disruptions left than the candidates it counts here) are spared first; and
+// NumPDBViolations is that count (plus, for proposed pods without GPUs, which the coverage does
+// not hold, at most the scheduler's own count). Without them (the watch is not
 // synced, or not allowed), what gputopo knows is the scheduler's NumPDBViolations for its own
 // proposal, which bounds the violations among proposed pods. A pod the scheduler did not propose
 // may then be one it spared for its PDB: gputopo adds such pods only where the proposal fails its

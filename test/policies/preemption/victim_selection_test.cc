@@ -302,6 +302,32 @@ TEST(VictimSelectionTest, WatchedBudgetsSpareTheProtectedPairAndCountExactly) {
   EXPECT_TRUE(node.shape().InOneIsland(one.gpus));
 }
 
+TEST(VictimSelectionTest, ABudgetWithRoomForEveryCandidateDoesNotSteerTheChoice) {
+  TestCluster cluster;
+  cluster.Add(MakeNode().Name("n").Profile("pairs").Replicas(1).Allocatable(8).Obj());
+  for (int g = 0; g < 8; ++g) cluster.Add(Running("p" + std::to_string(g), "n", std::to_string(g)));
+  const NodeState& node = *cluster.Node("n");
+  // The budget counts pair 0-1 but allows two disruptions: evicting both breaks nothing, so the
+  // scheduler's proposal stands, counted at 0.
+  BudgetCoverage coverage;
+  coverage.allowed = {2};
+  coverage.budgets = {"default/roomy"};
+  coverage.budgets_of = {{"uid-p0", {0}}, {"uid-p1", {0}}};
+  VictimChoice choice = ChooseVictims(Requirements(2), kHigh, node, cluster.preset(),
+                                      {{"uid-p0", "uid-p1"}, 0}, &coverage);
+  ASSERT_TRUE(choice.possible);
+  EXPECT_TRUE(choice.as_proposed) << choice.detail;
+  EXPECT_EQ(choice.pdb_violations, 0);
+  // With one disruption left the pair is at risk, and another pair is cleared instead.
+  coverage.allowed = {1};
+  VictimChoice tight = ChooseVictims(Requirements(2), kHigh, node, cluster.preset(),
+                                     {{"uid-p0", "uid-p1"}, 1}, &coverage);
+  ASSERT_TRUE(tight.possible);
+  EXPECT_FALSE(tight.as_proposed);
+  EXPECT_EQ(tight.pdb_violations, 0);
+  EXPECT_TRUE(node.shape().InOneIsland(tight.gpus));
+}
+
 TEST(VictimSelectionTest, WatchedBudgetsLeaveUntrackedProposedPodsToTheSchedulersCount) {
   TestCluster cluster;
   cluster.Add(MakeNode().Name("n").Profile("dgx1").Replicas(1).Allocatable(8).Obj());
