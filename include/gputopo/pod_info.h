@@ -68,7 +68,8 @@ struct PodInfo {
   // unset). Preemption evicts only pods of lower priority than the preemptor.
   int32_t priority = 0;
   std::string pod_template_hash;  // label pod-template-hash, if any
-  // metadata.labels, for PodDisruptionBudget selectors. ClusterState does not keep them (the
+  // metadata.labels, for PodDisruptionBudget selectors: read by the API server watch only, not
+  // from the extender's request bodies. ClusterState does not keep them (the
   // DisruptionBudgetIndex keeps them interned, for GPU pods only).
   LabelSet labels;
   std::vector<OwnerReference> owners;  // metadata.ownerReferences

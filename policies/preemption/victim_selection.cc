@@ -70,6 +70,12 @@ class Search {
         std::count_if(victims.begin(), victims.end(), [](const Tracked* t) { return t->proposed; });
     return std::min<int64_t>(proposed, proposed_.pdb_violations);
   }
+  // With watched budgets: the violations `victims` cause, plus, for the `foreign` proposed pods
+  // (not tracked, so not in the coverage), at most the scheduler's own count.
+  int64_t CountedPdb(const std::vector<const Tracked*>& victims, size_t foreign) const {
+    return KnownPdb(victims) +
+           std::min<int64_t>(static_cast<int64_t>(foreign), proposed_.pdb_violations);
+  }
   int64_t Unproposed(const std::vector<const Tracked*>& victims) const {
     if (budgets_ != nullptr) return 0;
     return std::count_if(victims.begin(), victims.end(),
@@ -229,11 +235,8 @@ VictimChoice ChooseVictims(const PodRequirements& pod, int32_t priority, const N
       choice.max_priority = std::max(choice.max_priority, t->priority);
       tracked_proposed.push_back(t);
     }
-    if (budgets != nullptr) {
-      choice.pdb_violations =
-          search.KnownPdb(tracked_proposed) +
-          std::min<int64_t>(static_cast<int64_t>(foreign.size()), proposed.pdb_violations);
-    }
+    if (budgets != nullptr)
+      choice.pdb_violations = search.CountedPdb(tracked_proposed, foreign.size());
     choice.detail = "fits gputopo's filter without evictions; the scheduler's victims kept";
     return choice;
   }
@@ -304,13 +307,9 @@ VictimChoice ChooseVictims(const PodRequirements& pod, int32_t priority, const N
   const NodeEvaluation after = best != nullptr ? best->after : with_all;
   choice.possible = true;
   choice.gpus = after.gpus;
-  // Proposed pods without GPUs are not in the watched budgets' coverage: the scheduler's count
-  // bounds their share.
-  choice.pdb_violations =
-      budgets != nullptr
-          ? search.KnownPdb(victims) +
-                std::min<int64_t>(static_cast<int64_t>(foreign.size()), proposed.pdb_violations)
-          : search.KnownPdb(victims) + search.Unproposed(victims);
+  choice.pdb_violations = budgets != nullptr
+                              ? search.CountedPdb(victims, foreign.size())
+                              : search.KnownPdb(victims) + search.Unproposed(victims);
   int proposed_kept = 0;
   choice.max_priority = victims.empty() ? 0 : victims.back()->priority;
   for (const Tracked* t : victims) {

@@ -178,7 +178,7 @@ int64_t EffectiveRequest(const std::vector<ContainerRequests>& containers,
   return std::max(SaturatingAdd(sum, sidecars), init_peak);
 }
 
-Status DecodePodMetadata(value metadata, PodInfo& pod) {
+Status DecodePodMetadata(value metadata, bool with_labels, PodInfo& pod) {
   for (auto field : metadata.get_object()) {
     const std::string_view key = field.unescaped_key();
     if (key == "name") {
@@ -198,7 +198,7 @@ Status DecodePodMetadata(value metadata, PodInfo& pod) {
         const std::string_view name = label.unescaped_key();
         const std::string_view text = StringOrEmpty(label.value());
         if (name == kLabelPodTemplateHash) pod.pod_template_hash = std::string(text);
-        pod.labels.emplace_back(std::string(name), std::string(text));
+        if (with_labels) pod.labels.emplace_back(std::string(name), std::string(text));
       }
       std::sort(pod.labels.begin(), pod.labels.end());
       // A repeated key (the API server never sends one): keep one.
@@ -260,7 +260,7 @@ bool KeyEquals(std::string_view key, std::string_view expected) {
   return true;
 }
 
-Result<PodInfo> DecodePodValue(value pod_value) {
+Result<PodInfo> DecodePodValue(value pod_value, bool with_labels) {
   PodInfo pod;
   std::vector<ContainerRequests> containers;
   std::vector<ContainerRequests> init;
@@ -269,7 +269,7 @@ Result<PodInfo> DecodePodValue(value pod_value) {
   for (auto field : pod_value.get_object()) {
     const std::string_view key = field.unescaped_key();
     if (key == "metadata") {
-      if (Status s = DecodePodMetadata(field.value(), pod); !s.ok()) return s;
+      if (Status s = DecodePodMetadata(field.value(), with_labels, pod); !s.ok()) return s;
     } else if (key == "spec") {
       for (auto spec_field : field.value().get_object()) {
         const std::string_view spec_key = spec_field.unescaped_key();
@@ -519,47 +519,40 @@ Result<DisruptionBudgetInfo> DecodeDisruptionBudgetValue(value budget_value) {
 struct K8sDecoder::Impl {
   simdjson::ondemand::parser parser;
   simdjson::padded_string buffer;
+
+  // `json` as one whole `kind` object, read by `decode` (a value -> Result<T>); trailing content
+  // and malformed JSON are errors that name the kind.
+  template <typename T, typename Decode>
+  Result<T> DecodeWhole(std::string_view json, std::string_view kind, Decode decode) {
+    try {
+      buffer = simdjson::padded_string(json);
+      simdjson::ondemand::document doc = parser.iterate(buffer);
+      Result<T> decoded = decode(doc.get_value());
+      if (decoded.ok() && !AtEnd(doc)) {
+        return InvalidArgument("trailing content after the " + std::string(kind) + " object");
+      }
+      return decoded;
+    } catch (const simdjson::simdjson_error& e) {
+      return InvalidArgument("malformed " + std::string(kind) + " JSON: " + e.what());
+    }
+  }
 };
 
 K8sDecoder::K8sDecoder() : impl_(std::make_unique<Impl>()) {}
 K8sDecoder::~K8sDecoder() = default;
 
-Result<PodInfo> K8sDecoder::DecodePod(std::string_view json) {
-  try {
-    impl_->buffer = simdjson::padded_string(json);
-    simdjson::ondemand::document doc = impl_->parser.iterate(impl_->buffer);
-    Result<PodInfo> pod = DecodePodValue(doc.get_value());
-    if (pod.ok() && !AtEnd(doc)) return InvalidArgument("trailing content after the Pod object");
-    return pod;
-  } catch (const simdjson::simdjson_error& e) {
-    return InvalidArgument(std::string("malformed Pod JSON: ") + e.what());
-  }
+Result<PodInfo> K8sDecoder::DecodePod(std::string_view json, bool with_labels) {
+  return impl_->DecodeWhole<PodInfo>(
+      json, "Pod", [with_labels](value v) { return DecodePodValue(v, with_labels); });
 }
 
 Result<NodeInfo> K8sDecoder::DecodeNode(std::string_view json) {
-  try {
-    impl_->buffer = simdjson::padded_string(json);
-    simdjson::ondemand::document doc = impl_->parser.iterate(impl_->buffer);
-    Result<NodeInfo> node = DecodeNodeValue(doc.get_value());
-    if (node.ok() && !AtEnd(doc)) return InvalidArgument("trailing content after the Node object");
-    return node;
-  } catch (const simdjson::simdjson_error& e) {
-    return InvalidArgument(std::string("malformed Node JSON: ") + e.what());
-  }
+  return impl_->DecodeWhole<NodeInfo>(json, "Node", [](value v) { return DecodeNodeValue(v); });
 }
 
 Result<DisruptionBudgetInfo> K8sDecoder::DecodeDisruptionBudget(std::string_view json) {
-  try {
-    impl_->buffer = simdjson::padded_string(json);
-    simdjson::ondemand::document doc = impl_->parser.iterate(impl_->buffer);
-    Result<DisruptionBudgetInfo> budget = DecodeDisruptionBudgetValue(doc.get_value());
-    if (budget.ok() && !AtEnd(doc)) {
-      return InvalidArgument("trailing content after the PodDisruptionBudget object");
-    }
-    return budget;
-  } catch (const simdjson::simdjson_error& e) {
-    return InvalidArgument(std::string("malformed PodDisruptionBudget JSON: ") + e.what());
-  }
+  return impl_->DecodeWhole<DisruptionBudgetInfo>(
+      json, "PodDisruptionBudget", [](value v) { return DecodeDisruptionBudgetValue(v); });
 }
 
 }  // namespace gputopo::codec

@@ -24,7 +24,9 @@ class K8sDecoder {
   K8sDecoder& operator=(const K8sDecoder&) = delete;
 
   // Error when `json` is not a Pod object gputopo can read (no name, a bad GPU quantity...).
-  Result<PodInfo> DecodePod(std::string_view json);
+  // `with_labels`: also read metadata.labels (the API server watch does, for budget selectors;
+  // nothing else reads them).
+  Result<PodInfo> DecodePod(std::string_view json, bool with_labels = false);
   // Error when `json` is not a Node object. A corrupt gputopo.io/topology annotation is not an
   // error here: it is carried in NodeInfo::annotation_topology and fails that node alone.
   Result<NodeInfo> DecodeNode(std::string_view json);

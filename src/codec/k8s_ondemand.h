@@ -17,7 +17,9 @@
 
 namespace gputopo::codec {
 
-Result<PodInfo> DecodePodValue(simdjson::ondemand::value pod);
+// `with_labels`: also read metadata.labels into PodInfo::labels. The extender's request bodies
+// leave them out (nothing on the request path reads them); the API server watch keeps them.
+Result<PodInfo> DecodePodValue(simdjson::ondemand::value pod, bool with_labels = false);
 Result<NodeInfo> DecodeNodeValue(simdjson::ondemand::value node);
 
 // True when nothing but whitespace follows what has been read of `doc` (simdjson's On-Demand

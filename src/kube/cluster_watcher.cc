@@ -115,7 +115,7 @@ Result<std::string> ClusterWatcher::List(Kind& kind) {
         }
         budgets.push_back(std::move(budget).value());
       } else {
-        Result<PodInfo> pod = decoder.DecodePod(item);
+        Result<PodInfo> pod = decoder.DecodePod(item, /*with_labels=*/budgets_ != nullptr);
         if (!pod.ok()) {
           spdlog::warn("list pods: skipping an object: {}", pod.status().message());
           continue;
@@ -192,7 +192,7 @@ bool ClusterWatcher::Apply(Kind& kind, Decoders& decoders, std::string_view line
     }
     return true;
   }
-  Result<PodInfo> pod = decoder.DecodePod(event->object);
+  Result<PodInfo> pod = decoder.DecodePod(event->object, /*with_labels=*/budgets_ != nullptr);
   if (!pod.ok()) {
     spdlog::warn("watch pods: ignoring an object: {}", pod.status().message());
     return true;

@@ -21,7 +21,7 @@ std::string KeyOf(const policies::NodeState& node, const std::string& uid) {
   return "uid " + uid;
 }
 
-// Every pod gputopo tracks on `node` (uids may repeat; they point into the node).
+// Every pod gputopo tracks on `node`, once each (the views point into the node).
 std::vector<std::string_view> PodsOn(const policies::NodeState& node) {
   std::vector<std::string_view> uids;
   for (int g = 0; g < node.gpu_count(); ++g) {

@@ -59,6 +59,19 @@ TEST(ExtenderRequestParserTest, NodeNamesForm) {
   EXPECT_EQ(args.pod.gpu_request, 2);
 }
 
+TEST(ExtenderRequestParserTest, PodLabelsAreLeftOutOfTheRequestPath) {
+  // Only the PodDisruptionBudget index (fed by the API server's watch) reads labels; a request
+  // keeps what it schedules by, pod-template-hash included.
+  json pod = json::parse(kPod);
+  pod["metadata"]["labels"] = {{"app", "web"}, {"pod-template-hash", "5d8f7c9b6d"}};
+  ExtenderRequestParser parser(kMaxBytes);
+  Result<const ExtenderArgs*> got =
+      parser.ParseArgs(R"({"Pod":)" + pod.dump() + R"(,"Nodes":null,"NodeNames":["n1"]})");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ((*got)->pod.pod_template_hash, "5d8f7c9b6d");
+  EXPECT_THAT((*got)->pod.labels, IsEmpty());
+}
+
 // The reply writers copy names that are raw tokens of the request as they stand: that is only
 // right because a raw control character in any string makes the whole request malformed.
 TEST(ExtenderRequestParserTest, RawControlCharacterInANameIsMalformed) {

@@ -106,7 +106,8 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(K8sDecodePodTest, TrainerHasTemplateHashAndControllerOwner) {
   K8sDecoder decoder;
   Result<PodInfo> pod =
-      decoder.DecodePod(CapturedPod("cache_true", "004-filter.trainer-a.request.json"));
+      decoder.DecodePod(CapturedPod("cache_true", "004-filter.trainer-a.request.json"),
+                        /*with_labels=*/true);
   ASSERT_TRUE(pod.ok()) << pod.status().ToString();
   EXPECT_EQ(pod->pod_template_hash, "7d9f8c6b5d");
   ASSERT_EQ(pod->owners.size(), 1u);
