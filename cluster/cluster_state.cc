@@ -71,6 +71,7 @@ void ClusterState::Reset(const std::vector<NodeInfo>& nodes, const std::vector<P
   nodes_.clear();
   pods_.clear();
   pods_by_node_.clear();
+  claimed_nodes_.clear();
   host_pods_.clear();
   host_use_.clear();
   deferred_rebuilds_.emplace();  // every node is rebuilt below
@@ -95,6 +96,7 @@ void ClusterState::Reset(const std::vector<NodeInfo>& nodes, const std::vector<P
 
 void ClusterState::RebuildAllLocked() {
   workload_changed_ = false;  // every node is rebuilt here, with the current mix
+  claimed_nodes_.clear();     // and says again whether it holds a claim
   auto index = std::make_shared<NodeIndex>();
   node_states_.clear();
   summaries_.clear();
@@ -165,6 +167,7 @@ void ClusterState::RemoveNode(std::string_view name) {
   auto it = nodes_.find(name);
   if (it == nodes_.end()) return;
   nodes_.erase(it);
+  claimed_nodes_.erase(std::string(name));
   // Pods bound to it stay in the pod table: they are the API server's to delete.
   auto index = std::make_shared<NodeIndex>();
   std::vector<std::shared_ptr<const NodeState>> states;
@@ -195,6 +198,7 @@ void ClusterState::RemovePod(std::string_view uid) {
     PublishLocked();
     return;
   }
+  offers_.erase(std::string(uid));
   auto it = pods_.find(std::string(uid));
   if (it == pods_.end()) return;
   DetachPodLocked(it->second);
@@ -204,6 +208,7 @@ void ClusterState::RemovePod(std::string_view uid) {
 
 bool ClusterState::PutPodLocked(const PodInfo& pod) {
   auto it = pods_.find(pod.uid);
+  if (!pod.node_name.empty() || pod.HoldsNothing()) offers_.erase(pod.uid);  // no claim to come
   if (pod.gpu_request <= 0 || pod.HoldsNothing()) {
     if (it != pods_.end()) {
       DetachPodLocked(it->second);
@@ -227,9 +232,13 @@ bool ClusterState::PutPodLocked(const PodInfo& pod) {
   if (pod.node_name.empty()) {
     // Pending. A reservation stays (its bind is in flight); a pod seen bound never goes back
     // to pending (spec.nodeName is immutable), so such an event is stale and ignored.
-    if (!entry.node.empty() && !entry.reserved) return false;
+    if (!entry.node.empty() && !entry.reserved && !entry.nominated) return false;
     StoreInfo(entry.info, pod);
-    if (entry.reserved) RebuildNodeLocked(entry.node);
+    if (entry.reserved) {
+      RebuildNodeLocked(entry.node);
+    } else {
+      ClaimLocked(entry);
+    }
     return false;
   }
   // What the pod holds: the node agent's ground truth over gputopo's own choice.
@@ -260,6 +269,7 @@ bool ClusterState::PutPodLocked(const PodInfo& pod) {
   entry.node = pod.node_name;
   entry.assigned = std::move(assigned);
   entry.reserved = false;
+  entry.nominated = false;
   pods_by_node_[entry.node].insert(pod.uid);
   RebuildNodeLocked(entry.node);
   return new_mismatch;
@@ -276,7 +286,57 @@ void ClusterState::DetachPodLocked(PodEntry& entry) {
   entry.node.clear();
   entry.assigned.clear();
   entry.reserved = false;
+  entry.nominated = false;
   RebuildNodeLocked(node);
+}
+
+void ClusterState::ClaimLocked(PodEntry& entry) {
+  const std::string& target = entry.info.nominated_node;
+  const std::vector<std::string>* gpus = nullptr;
+  if (auto it = offers_.find(entry.info.uid); it != offers_.end() && !target.empty()) {
+    for (const auto& [node, labels] : it->second) {
+      if (node == target) gpus = &labels;
+    }
+  }
+  if (entry.nominated && gpus != nullptr && entry.node == target && entry.assigned == *gpus) {
+    RebuildNodeLocked(entry.node);  // the pod's other fields may have changed
+    return;
+  }
+  if (entry.nominated) DetachPodLocked(entry);
+  if (gpus == nullptr) return;
+  entry.node = target;
+  entry.assigned = *gpus;
+  entry.nominated = true;
+  pods_by_node_[entry.node].insert(entry.info.uid);
+  RebuildNodeLocked(entry.node);
+}
+
+void ClusterState::OfferClaims(const std::string& uid, const std::vector<ClaimOffer>& offers) {
+  MutexLock lock(mutex_);
+  std::vector<std::pair<std::string, std::vector<std::string>>> labelled;
+  for (const ClaimOffer& offer : offers) {
+    auto index_it = index_->find(offer.node);
+    if (index_it == index_->end() || offer.gpus.empty()) continue;
+    const NodeState& node = *node_states_[index_it->second];
+    std::vector<std::string> labels;
+    for (int gpu : offer.gpus) {
+      if (gpu >= 0 && gpu < node.gpu_count()) labels.push_back(node.GpuLabel(gpu));
+    }
+    if (labels.size() == offer.gpus.size()) labelled.emplace_back(offer.node, std::move(labels));
+  }
+  if (offers_.insert_or_assign(uid, std::move(labelled)).second) offer_order_.push_back(uid);
+  while (offer_order_.size() > kMaxClaimOffers) {
+    offers_.erase(offer_order_.front());
+    offer_order_.pop_front();
+  }
+  // The pod may be nominated already (a second preemption for it).
+  auto pod = pods_.find(uid);
+  if (pod == pods_.end() || pod->second.reserved || !pod->second.info.node_name.empty() ||
+      (!pod->second.node.empty() && !pod->second.nominated)) {
+    return;
+  }
+  ClaimLocked(pod->second);
+  PublishLocked();
 }
 
 void ClusterState::PutHostPodLocked(const std::string& uid, HostPod pod) {
@@ -332,6 +392,7 @@ void ClusterState::RebuildNodeLocked(const std::string& name) {
       placement.slots = static_cast<int>(entry.info.gpu_request);
       placement.priority = entry.info.priority;
       placement.reserved = entry.reserved;
+      placement.nominated = entry.nominated;
       placement.assigned = entry.assigned;
       placement.observed = entry.observed;
       placement.recorded = entry.recorded;
@@ -353,6 +414,11 @@ void ClusterState::RebuildNodeLocked(const std::string& name) {
   }
   auto state = std::make_shared<const NodeState>(NodeState::Build(
       name, node_it->second.topology, placements, next_version_++, host, workload_));
+  if (state->nominees().empty()) {
+    claimed_nodes_.erase(name);
+  } else {
+    claimed_nodes_.insert(name);
+  }
   summaries_[index_it->second] = {state->version(), state->group_filter()};
   node_states_[index_it->second] = std::move(state);
 }
@@ -379,8 +445,13 @@ void ClusterState::PublishLocked() {
     workload_changed_ = false;
     for (const auto& [name, entry] : nodes_) RebuildNodeLocked(name);
   }
-  auto snapshot =
-      std::make_shared<const ClusterSnapshot>(++generation_, node_states_, summaries_, flat_index_);
+  std::vector<size_t> claimed;
+  for (const std::string& name : claimed_nodes_) {
+    if (auto it = index_->find(name); it != index_->end()) claimed.push_back(it->second);
+  }
+  std::sort(claimed.begin(), claimed.end());
+  auto snapshot = std::make_shared<const ClusterSnapshot>(++generation_, node_states_, summaries_,
+                                                          flat_index_, std::move(claimed));
   if (on_publish_) on_publish_(snapshot);
   MutexLock lock(snapshot_mutex_);
   snapshot_ = std::move(snapshot);
@@ -408,6 +479,7 @@ Status ClusterState::Reserve(const Reservation& reservation) {
     labels.push_back(current.GpuLabel(gpu));
   }
   auto it = pods_.find(reservation.pod.uid);
+  if (it != pods_.end() && it->second.nominated) DetachPodLocked(it->second);  // claim -> bind
   if (it != pods_.end() && !it->second.node.empty()) {
     return Conflict("pod " + reservation.pod.Key() + " already holds GPUs on node " +
                     it->second.node);
@@ -443,6 +515,7 @@ void ClusterState::CancelReservation(std::string_view uid) {
   auto it = pods_.find(std::string(uid));
   if (it == pods_.end() || !it->second.reserved) return;
   DetachPodLocked(it->second);
+  if (it->second.info.node_name.empty()) ClaimLocked(it->second);  // back to its claim, if any
   PublishLocked();
 }
 
@@ -490,7 +563,9 @@ ClusterCounts ClusterState::Counts() const {
   counts.host_pods = host_pods_.size();
   for (const auto& [uid, entry] : pods_) {
     counts.placed_pods += entry.node.empty() ? 0 : 1;
+    counts.placed_pods -= entry.nominated ? 1 : 0;
     counts.reservations += entry.reserved ? 1 : 0;
+    counts.claims += entry.nominated ? 1 : 0;
   }
   return counts;
 }

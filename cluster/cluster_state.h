@@ -13,6 +13,13 @@
 // reservation becomes a plain placement when the pod is seen bound (ConfirmBinding or a pod
 // update), and is undone by CancelReservation on any failure.
 //
+// Claims: after preempt, kube-scheduler nominates the pod to one of the nodes gputopo kept
+// (status.nominatedNodeName) and retries it once the victims are gone. The preemptor offers
+// the GPUs it chose on each node (OfferClaims); when the pod watch shows the pod nominated to
+// one of them, the pod holds a claim on those GPUs there (policies::Occupant::nominated), so
+// that no pod of its priority or lower takes them meanwhile. A claim ends when the pod is
+// bound (or reserved by its bind), nominated elsewhere, or gone.
+//
 // The one mutable part of the scheduling state (cluster/: policies/ holds only pure code and
 // the immutable NodeState and ClusterSnapshot values it reads).
 //
@@ -22,6 +29,7 @@
 #define GPUTOPO_CLUSTER_CLUSTER_STATE_H_
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -52,6 +60,13 @@ struct Reservation {
   std::chrono::steady_clock::time_point made{};  // when, for ExpireReservations
 };
 
+// Where preemption would put a pod on one node: the GPUs it chose there (indices, one per
+// requested replica).
+struct ClaimOffer {
+  std::string node;
+  std::vector<int> gpus;
+};
+
 // True when both lists are non-empty and name different GPUs (in any order): the node agent saw
 // the pod on other GPUs than gputopo chose.
 bool GpusMismatch(const std::vector<std::string>& assigned,
@@ -62,6 +77,7 @@ struct ClusterCounts {
   size_t pods = 0;          // GPU pods known, pending included
   size_t placed_pods = 0;   // holding GPUs on a node
   size_t reservations = 0;  // binds in flight
+  size_t claims = 0;        // nominated pods holding claims
   size_t host_pods = 0;     // GPU-less pods counted for their CPU and memory only
 };
 
@@ -101,6 +117,10 @@ class ClusterState {
   // Conflict when the node changed since reservation.node_version, or the pod is already
   // placed; NotFound when the node is unknown.
   Status Reserve(const Reservation& reservation);
+  // Preemption chose GPUs for pod `uid` on these nodes; replaces the pod's earlier offers. The
+  // offers of the last kMaxClaimOffers pods are kept.
+  void OfferClaims(const std::string& uid, const std::vector<ClaimOffer>& offers);
+  static constexpr size_t kMaxClaimOffers = 4096;
   // The reserved pod was bound: its reservation becomes a placement.
   void ConfirmBinding(std::string_view uid, std::string_view node);
   // Undoes a reservation; does nothing when `uid` holds none.
@@ -131,6 +151,7 @@ class ClusterState {
     std::vector<std::string> recorded;  // assigned-gpus, kept only while they differ
     bool reserved = false;
     std::chrono::steady_clock::time_point reserved_at{};
+    bool nominated = false;  // `node` and `assigned` are a claim: the pod is still pending
   };
   // A bound pod without GPUs: what it takes of its node besides GPUs.
   struct HostPod {
@@ -147,6 +168,9 @@ class ClusterState {
   // Returns UpsertPod's answer.
   bool PutPodLocked(const PodInfo& pod) GPUTOPO_REQUIRES(mutex_);
   void DetachPodLocked(PodEntry& entry) GPUTOPO_REQUIRES(mutex_);
+  // Makes a pending, unreserved pod's claim match its nominated node and the offers: sets,
+  // moves or drops it.
+  void ClaimLocked(PodEntry& entry) GPUTOPO_REQUIRES(mutex_);
   // Records (or, with an empty node, forgets) a GPU-less pod's CPU and memory; rebuilds the
   // nodes whose totals changed.
   void PutHostPodLocked(const std::string& uid, HostPod pod) GPUTOPO_REQUIRES(mutex_);
@@ -173,6 +197,13 @@ class ClusterState {
   std::map<std::string, std::pair<int64_t, int64_t>, std::less<>> host_use_
       GPUTOPO_GUARDED_BY(mutex_);
   std::vector<std::shared_ptr<const policies::NodeState>> node_states_ GPUTOPO_GUARDED_BY(mutex_);
+  // Per pod uid: the GPU labels preemption chose on each node; oldest offers first in
+  // offer_order_.
+  std::unordered_map<std::string, std::vector<std::pair<std::string, std::vector<std::string>>>>
+      offers_ GPUTOPO_GUARDED_BY(mutex_);
+  std::deque<std::string> offer_order_ GPUTOPO_GUARDED_BY(mutex_);
+  // Nodes whose state holds a claim, for the snapshots' claimed_positions().
+  std::set<std::string, std::less<>> claimed_nodes_ GPUTOPO_GUARDED_BY(mutex_);
   std::vector<policies::NodeSummary> summaries_
       GPUTOPO_GUARDED_BY(mutex_);  // parallel to node_states_
   std::shared_ptr<const policies::NodeIndex> index_ GPUTOPO_GUARDED_BY(mutex_);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "evaluation/nominated_claims.h"
 #include "evaluation/pod_evaluator.h"
 
 namespace gputopo::evaluation {
@@ -81,6 +82,7 @@ Evaluations CachedEvaluations::Evaluate(const EvaluationQuery& query) {
   query.snapshot.FindIndices(query.candidates, positions);
   out = evaluator.EvaluateAt(query.snapshot, positions);
   out.positions = std::move(positions);
+  LookThroughClaims(query, out);
   Remember(query, shape_id, out);
   return out;
 }

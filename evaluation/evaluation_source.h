@@ -2,7 +2,8 @@
 //
 // The answer is defined by policies::EvaluateNode: for every node, the evaluation EvaluateNode
 // gives for the pod, the preset and the node's state in the snapshot (with the GPUs of the node
-// holding the pod's group). Two implementations give it:
+// holding the pod's group), less the claims the pod looks through (nominated_claims.h). Two
+// implementations give it:
 //   PlainEvaluations   calls EvaluateNode for every node, every time; the definition, and the
 //                      twin the cached one is tested against (test/evaluation/);
 //   CachedEvaluations  owns every reuse of evaluations: tables per pod shape and group, node
@@ -58,6 +59,10 @@ struct EvaluationQuery {
   // Identifies the pod across its verbs (namespace/name/uid; may be empty): a prioritize may
   // reuse the answers (and the name lookups) of the same pod's filter on the same snapshot.
   std::string_view pod_key;
+  // The pod's uid and spec.priority: the nominated pods' claims it looks through
+  // (policies::ClaimsIgnoredBy).
+  std::string_view pod_uid = {};
+  int32_t pod_priority = 0;
 };
 
 struct Evaluations {

@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "evaluation/nominated_claims.h"
+
 namespace gputopo::evaluation {
 
 Evaluations PlainEvaluations::Evaluate(const EvaluationQuery& query) {
@@ -24,6 +26,7 @@ Evaluations PlainEvaluations::Evaluate(const EvaluationQuery& query) {
     out.per_node[i] = policies::EvaluationRef::To((*own)[next++]);
   }
   out.lease.Hold(std::move(own));
+  LookThroughClaims(query, out);
   return out;
 }
 

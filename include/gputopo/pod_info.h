@@ -52,6 +52,8 @@ struct PodInfo {
   std::string uid;
   std::string resource_version;
   std::string node_name;  // spec.nodeName; empty while pending
+  // status.nominatedNodeName: where kube-scheduler's preemption made room for this pending pod.
+  std::string nominated_node;
   PodPhase phase = PodPhase::kPending;
   bool deletion_requested = false;  // metadata.deletionTimestamp is set
   // Every container status reports `terminated` (and there is at least one).

@@ -32,13 +32,17 @@ struct NodeSummary {
 
 class ClusterSnapshot {
  public:
-  // summaries[i] describes nodes[i]; index maps each node's name to its position.
+  // summaries[i] describes nodes[i]; index maps each node's name to its position. `claimed`
+  // lists, in increasing order, the positions of the nodes with nominated pods' claims
+  // (NodeState::nominees() not empty).
   ClusterSnapshot(uint64_t generation, std::vector<std::shared_ptr<const NodeState>> nodes,
-                  std::vector<NodeSummary> summaries, std::shared_ptr<const FlatNameIndex> index)
+                  std::vector<NodeSummary> summaries, std::shared_ptr<const FlatNameIndex> index,
+                  std::vector<size_t> claimed = {})
       : generation_(generation),
         nodes_(std::move(nodes)),
         summaries_(std::move(summaries)),
-        index_(std::move(index)) {}
+        index_(std::move(index)),
+        claimed_(std::move(claimed)) {}
 
   static constexpr size_t kNotFound = static_cast<size_t>(-1);
 
@@ -65,12 +69,15 @@ class ClusterSnapshot {
   const std::shared_ptr<const FlatNameIndex>& name_index() const { return index_; }
   // Increases with every change to the cluster state.
   uint64_t generation() const { return generation_; }
+  // Positions of the nodes where nominated pods hold claims, in increasing order; usually none.
+  const std::vector<size_t>& claimed_positions() const { return claimed_; }
 
  private:
   uint64_t generation_;
   std::vector<std::shared_ptr<const NodeState>> nodes_;
   std::vector<NodeSummary> summaries_;          // parallel to nodes_
   std::shared_ptr<const FlatNameIndex> index_;  // name -> position in nodes_
+  std::vector<size_t> claimed_;
 };
 
 }  // namespace gputopo::policies

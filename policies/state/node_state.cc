@@ -121,6 +121,7 @@ NodeState NodeState::Build(std::string name, Result<topology::ResolvedTopology> 
       occupant.milli = milli;
       occupant.exclusive = pod.exclusive;
       occupant.reserved = pod.reserved;
+      occupant.nominated = pod.nominated;
       occupant.observed = pod.observed;
       occupant.cpu_milli = pod.cpu_milli;
       occupant.memory_bytes = pod.memory_bytes;
@@ -147,6 +148,7 @@ void NodeState::Finish() {
   empty_gpus_ = 0;
   unhealthy_gpus_ = 0;
   groups_.clear();
+  nominees_.clear();
   group_filter_ = GroupFilter();
   signature_.clear();
   for (GpuOccupancy& gpu : gpus_) {
@@ -156,6 +158,10 @@ void NodeState::Finish() {
     for (const Occupant& o : gpu.occupants) {
       gpu.milli_used += o.milli;
       gpu.exclusive |= o.exclusive;
+      if (o.nominated && std::none_of(nominees_.begin(), nominees_.end(),
+                                      [&](const Nominee& n) { return n.pod_uid == o.pod_uid; })) {
+        nominees_.push_back({o.pod_uid, o.priority});
+      }
     }
   }
   for (size_t i = 0; i < gpus_.size(); ++i) {
@@ -235,6 +241,15 @@ NodeState NodeState::Without(const std::vector<std::string_view>& pod_uids,
   }
   node.Finish();
   return node;
+}
+
+std::vector<std::string_view> ClaimsIgnoredBy(const NodeState& node, std::string_view uid,
+                                              int32_t priority) {
+  std::vector<std::string_view> ignored;
+  for (const Nominee& n : node.nominees()) {
+    if (n.pod_uid == uid || n.priority < priority) ignored.push_back(n.pod_uid);
+  }
+  return ignored;
 }
 
 }  // namespace gputopo::policies

@@ -58,6 +58,9 @@ struct Occupant {
   int milli = 0;         // share of this GPU held
   bool exclusive = false;
   bool reserved = false;  // a bind is in flight; not yet seen bound through the API
+  // A claim, not a placement: the pod is nominated to this node (status.nominatedNodeName,
+  // after gputopo chose its victims here) and holds these GPUs while its victims leave.
+  bool nominated = false;
   bool observed = false;  // known from the node agent's gputopo.io/observed-gpus
   std::string recorded;   // gputopo.io/assigned-gpus where it differs from the observed GPUs
   int64_t cpu_milli = 0;  // the pod's cpu and memory requests (on each of its GPUs' entries)
@@ -81,6 +84,13 @@ struct UnplacedPod {
   int64_t memory_bytes = 0;
 };
 
+// A nominated pod with a claim on the node.
+struct Nominee {
+  std::string pod_uid;
+  int32_t priority = 0;
+  friend bool operator==(const Nominee&, const Nominee&) = default;
+};
+
 // A pod's hold on this node, the input NodeState is built from.
 struct PodPlacement {
   std::string pod_uid;
@@ -90,6 +100,7 @@ struct PodPlacement {
   int milli_per_gpu = 0;  // 0: the node's default share, 1000/R
   bool exclusive = false;
   bool reserved = false;
+  bool nominated = false;             // a nominated pod's claim (Occupant::nominated)
   int slots = 0;                      // nvidia.com/gpu replicas the pod holds
   std::vector<std::string> assigned;  // the GPUs it holds (labels); empty: not known
   bool observed = false;              // `assigned` is the node agent's observed-gpus
@@ -138,6 +149,8 @@ class NodeState {
   // Free slots and milli of one GPU (never negative); an exclusive GPU has none.
   int gpu_free_slots(int index) const;
   int gpu_free_milli(int index) const;
+  // The pods with a claim on this node (Occupant::nominated), each once; usually none.
+  const std::vector<Nominee>& nominees() const { return nominees_; }
   // GPUs holding no pod at all.
   GpuMask empty_gpus() const { return empty_gpus_; }
   // GPUs the node agent found not answering NVML (the topology document's `healthy: false`):
@@ -174,6 +187,7 @@ class NodeState {
   std::shared_ptr<const ObservedWorkload> workload_;
   std::vector<GpuOccupancy> gpus_;
   std::vector<UnplacedPod> unplaced_;
+  std::vector<Nominee> nominees_;
   int unplaced_slots_ = 0;
   int used_slots_ = 0;
   GpuMask empty_gpus_ = 0;
@@ -187,6 +201,12 @@ class NodeState {
   GroupFilter group_filter_;          // holds each group in groups_
   std::string signature_;
 };
+
+// The claims that a pod (`uid`, `priority`) looks through on `node`: its own, and those of
+// nominees of lower priority. That is kube-scheduler's rule (addNominatedPods): a nominated
+// pod counts only against pods of its priority or lower. Empty on nodes without claims.
+std::vector<std::string_view> ClaimsIgnoredBy(const NodeState& node, std::string_view uid,
+                                              int32_t priority);
 
 }  // namespace gputopo::policies
 

@@ -304,6 +304,8 @@ Result<PodInfo> DecodePodValue(value pod_value, bool with_labels) {
         const std::string_view status_key = status_field.unescaped_key();
         if (status_key == "phase") {
           pod.phase = ParsePhase(StringOrEmpty(status_field.value()));
+        } else if (status_key == "nominatedNodeName") {
+          pod.nominated_node = std::string(StringOrEmpty(status_field.value()));
         } else if (status_key == "containerStatuses") {
           value statuses = status_field.value();
           if (statuses.type() == json_type::null) continue;

@@ -278,6 +278,7 @@ std::string RenderNode(const policies::NodeState& node) {
       ordered_json occ = {{"pod", o.pod_key}, {"group", o.group}, {"milli", o.milli}};
       if (o.exclusive) occ["exclusive"] = true;
       if (o.reserved) occ["reserved"] = true;
+      if (o.nominated) occ["nominated"] = true;
       if (o.observed) occ["observed"] = true;  // seen on this GPU by the node agent
       if (!o.recorded.empty()) {
         occ["mismatch"] = true;  // gputopo chose other GPUs

@@ -1,5 +1,8 @@
 #include "src/service/binder.h"
 
+#include <optional>
+
+#include "evaluation/nominated_claims.h"
 #include "gputopo/well_known.h"
 
 namespace gputopo::service {
@@ -64,7 +67,11 @@ Status Binder::BindOnce(const extender::BindingArgs& args, BindRecord& record) c
     std::shared_ptr<const policies::ClusterSnapshot> snapshot = context_.state.Snapshot();
     std::shared_ptr<const policies::NodeState> node = snapshot->FindShared(args.node);
     if (node == nullptr) return NotFound("node " + args.node + " is unknown to gputopo");
-    const policies::NodeEvaluation e = policies::EvaluateNode(*requirements, *node, **preset);
+    // A nominated pod binds into its own claim (and looks through those of lower priority).
+    const std::optional<policies::NodeState> view =
+        evaluation::ViewWithoutClaims(*node, pod.uid, pod.priority);
+    const policies::NodeState& seen = view ? *view : *node;
+    const policies::NodeEvaluation e = policies::EvaluateNode(*requirements, seen, **preset);
     if (!e.fits()) {
       return FailedPrecondition("pod no longer fits on node " + args.node + ": " + e.detail);
     }
@@ -74,9 +81,9 @@ Status Binder::BindOnce(const extender::BindingArgs& args, BindRecord& record) c
     reserved = context_.state.Reserve(reservation);
     if (reserved.ok()) {
       for (int gpu : reservation.gpus) record.gpus.push_back(node->GpuLabel(gpu));
-      record.placement = DescribePlacement(*node, e.gpus);
+      record.placement = DescribePlacement(seen, e.gpus);
       record.weighted_score = e.weighted_score;
-      record.components = policies::ExplainPlacement(*requirements, *node, **preset, e.gpus);
+      record.components = policies::ExplainPlacement(*requirements, seen, **preset, e.gpus);
     }
   }
   if (!reserved.ok()) return reserved;

@@ -55,8 +55,9 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(
       }
       record->snapshot = std::move(snapshot);
       const std::string pod_key = record->pod_key + "/" + record->pod_uid;
-      evaluation::Evaluations evaluations = context_.evaluations.Evaluate(
-          {*requirements, *preset, *record->snapshot, args.node_names, pod_key});
+      evaluation::Evaluations evaluations =
+          context_.evaluations.Evaluate({*requirements, *preset, *record->snapshot, args.node_names,
+                                         pod_key, args.pod.uid, args.pod.priority});
       const std::vector<size_t>& positions = evaluations.positions;
       record->evaluated = evaluations.evaluated;
       record->from_filter = evaluations.reused;

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <utility>
 
+#include "evaluation/nominated_claims.h"
+
 namespace gputopo::service {
 namespace {
 
@@ -90,6 +92,12 @@ PreemptReply Preemptor::Preempt(const extender::PreemptionArgs& args) const {
         choice.detail = "no Node object with this name in gputopo's cache";
         continue;
       }
+      // Claims are not pods: the preemptor looks through its own and those of lower priority,
+      // and no other claim is ever a victim (a victim has a lower priority).
+      if (std::optional<policies::NodeState> view =
+              evaluation::ViewWithoutClaims(*node, args.pod.uid, args.pod.priority)) {
+        node = std::make_shared<const policies::NodeState>(std::move(*view));
+      }
       std::optional<policies::BudgetCoverage> coverage;
       if (budgets_ != nullptr) coverage = budgets_->CoverageOf(PodsOn(*node));
       choice = policies::ChooseVictims(*requirements, args.pod.priority, *node, **preset,
@@ -104,13 +112,18 @@ PreemptReply Preemptor::Preempt(const extender::PreemptionArgs& args) const {
   }
 
   PreemptReply reply;
+  std::vector<cluster::ClaimOffer> offers;
   if (record->error.empty()) {
     for (const PreemptRecord::Node& node : record->nodes) {
       if (!node.choice.possible) continue;
       ++record->kept;
       reply.kept.push_back({node.name, &node.choice.victims, node.choice.pdb_violations});
+      if (node.choice.gpus != 0)
+        offers.push_back({node.name, topology::ToIndices(node.choice.gpus)});
     }
   }
+  // Whichever node the scheduler nominates the pod to, it holds these GPUs there until it binds.
+  if (!args.pod.uid.empty()) context_.state.OfferClaims(args.pod.uid, offers);
   record->duration =
       std::chrono::duration_cast<std::chrono::microseconds>(context_.clock.MonotonicNow() - start);
   reply.record = record;

@@ -1524,5 +1524,93 @@ TEST(SplitAssignedGpusTest, TrimsAndDropsEmptyEntries) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Claims of nominated pods
+
+PodInfo Preemptor(const std::string& name, int64_t gpus, int32_t priority) {
+  return MakePod().Name(name).Gpus(gpus).OwnedByDeployment("train").Priority(priority).Obj();
+}
+
+TEST_F(ClusterStateTest, NominatedPodHoldsTheOfferedGpusUntilItIsBound) {
+  cluster_.Add(H100Node("h1"));
+  cluster_.Add(H100Node("h2"));
+  PodInfo pod = Preemptor("big", 2, 100);
+  cluster_.Add(pod);
+  state().OfferClaims(pod.uid, {{"h1", {2, 3}}, {"h2", {0, 1}}});
+  // Offered, not yet nominated: nothing is held.
+  EXPECT_THAT(UsedGpus(*Node("h1")), IsEmpty());
+  EXPECT_THAT(state().Snapshot()->claimed_positions(), IsEmpty());
+
+  pod.nominated_node = "h1";
+  cluster_.Add(pod);
+  auto snapshot = state().Snapshot();
+  const NodeState* h1 = snapshot->Find("h1");
+  EXPECT_THAT(UsedGpus(*h1), ElementsAre(2, 3));
+  for (int gpu : {2, 3}) {
+    ASSERT_EQ(h1->gpu(gpu).occupants.size(), 1u);
+    EXPECT_TRUE(h1->gpu(gpu).occupants[0].nominated);
+    EXPECT_FALSE(h1->gpu(gpu).occupants[0].reserved);
+    EXPECT_EQ(h1->gpu(gpu).occupants[0].pod_uid, "uid-big");
+  }
+  EXPECT_THAT(h1->nominees(), ElementsAre(Nominee{"uid-big", 100}));
+  EXPECT_THAT(snapshot->claimed_positions(), ElementsAre(snapshot->FindIndex("h1")));
+  EXPECT_THAT(UsedGpus(*snapshot->Find("h2")), IsEmpty());
+  ClusterCounts counts = state().Counts();
+  EXPECT_EQ(counts.claims, 1u);
+  EXPECT_EQ(counts.placed_pods, 0u);
+
+  // Nominated elsewhere: the claim moves to the GPUs offered there.
+  pod.nominated_node = "h2";
+  cluster_.Add(pod);
+  EXPECT_THAT(UsedGpus(*Node("h1")), IsEmpty());
+  EXPECT_THAT(UsedGpus(*Node("h2")), ElementsAre(0, 1));
+
+  // Its bind reserves other GPUs there: the reservation replaces the claim.
+  Status s = state().Reserve(ReservationOf(pod, "h2", {4, 5}));
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const auto h2 = Node("h2");
+  EXPECT_THAT(UsedGpus(*h2), ElementsAre(4, 5));
+  EXPECT_TRUE(h2->nominees().empty());
+  EXPECT_TRUE(h2->gpu(4).occupants[0].reserved);
+  counts = state().Counts();
+  EXPECT_EQ(counts.claims, 0u);
+  EXPECT_EQ(counts.reservations, 1u);
+  EXPECT_EQ(counts.placed_pods, 1u);
+
+  // The Binding failed: back to the claim.
+  state().CancelReservation(pod.uid);
+  EXPECT_THAT(UsedGpus(*Node("h2")), ElementsAre(0, 1));
+  EXPECT_TRUE(Node("h2")->gpu(0).occupants[0].nominated);
+
+  // Bound through the API (to what the annotation says): no claim is left anywhere.
+  PodInfo bound = pod;
+  bound.node_name = "h2";
+  bound.phase = PodPhase::kRunning;
+  bound.annotations.emplace_back("gputopo.io/assigned-gpus", "GPU-h100-6,GPU-h100-7");
+  cluster_.Add(bound);
+  snapshot = state().Snapshot();
+  EXPECT_THAT(UsedGpus(*snapshot->Find("h2")), ElementsAre(6, 7));
+  EXPECT_FALSE(snapshot->Find("h2")->gpu(6).occupants[0].nominated);
+  EXPECT_THAT(snapshot->claimed_positions(), IsEmpty());
+  EXPECT_EQ(state().Counts().claims, 0u);
+}
+
+TEST_F(ClusterStateTest, NominationWithoutAnOfferHoldsNothingAndAGonePodDropsItsClaim) {
+  cluster_.Add(Dgx1Node("d1"));
+  PodInfo pod = Preemptor("big", 1, 100);
+  pod.nominated_node = "d1";  // kube-scheduler's own preemption, or before gputopo restarted
+  cluster_.Add(pod);
+  EXPECT_THAT(UsedGpus(*Node("d1")), IsEmpty());
+  // gputopo's preempt for the pod, already nominated: the claim is taken at once.
+  state().OfferClaims(pod.uid, {{"d1", {5}}, {"unknown-node", {0}}});
+  EXPECT_THAT(UsedGpus(*Node("d1")), ElementsAre(5));
+  state().RemovePod(pod.uid);
+  EXPECT_THAT(UsedGpus(*Node("d1")), IsEmpty());
+  EXPECT_THAT(state().Snapshot()->claimed_positions(), IsEmpty());
+  // Its offers went with it: the uid seen again holds nothing.
+  cluster_.Add(pod);
+  EXPECT_THAT(UsedGpus(*Node("d1")), IsEmpty());
+}
+
 }  // namespace
 }  // namespace gputopo::policies

@@ -84,12 +84,13 @@ TEST(EvaluationSourcePropertyTest, CachedAnswersEqualPlainOnesThroughRandomChang
       add_node(names.back());
     }
     std::vector<std::string> pods;  // bound pods, by name
+    std::vector<PodInfo> nominees;  // pending pods nominated to a node, holding a claim there
     int next_pod = 0;
     std::shared_ptr<const ClusterSnapshot> earlier = cluster.state().Snapshot();
     // One random change to the cluster, or a background refresh (sometimes against an older
     // snapshot: a refresh racing newer publishes).
     auto change = [&](int step) {
-      const int action = pick(11);
+      const int action = pick(12);
       if (action < 5 || pods.empty()) {  // a pod lands on a node (a bind seen through the API)
         const std::string name = "p" + std::to_string(next_pod++);
         const int gpus = 1 + pick(2);
@@ -117,8 +118,24 @@ TEST(EvaluationSourcePropertyTest, CachedAnswersEqualPlainOnesThroughRandomChang
         add_node(names[gone]);
       } else if (action < 10) {  // the background refresh, on the newest snapshot
         (void)cached.Refresh(cluster.state().Snapshot());
-      } else {  // ... or on an older one, published before the latest changes
+      } else if (action < 11) {  // ... or on an older one, published before the latest changes
         (void)cached.Refresh(earlier);
+      } else {  // preemption made room for a pending pod, which the scheduler nominates
+        PodInfo pod = MakePod()
+                          .Namespace("ml")
+                          .Name("nominee-" + std::to_string(next_pod++))
+                          .Gpus(1 + pick(2))
+                          .Group(groups[static_cast<size_t>(pick(3))])
+                          .Priority(100 * pick(3))
+                          .Obj();
+        const std::string& node = names[static_cast<size_t>(pick(static_cast<int>(names.size())))];
+        std::vector<int> gpus = {pick(8)};
+        if (pod.gpu_request == 2) gpus.push_back((gpus[0] + 1 + pick(7)) % 8);
+        cluster.Add(pod);
+        cluster.state().OfferClaims(pod.uid, {{node, gpus}});
+        pod.nominated_node = node;
+        cluster.Add(pod);
+        nominees.push_back(pod);
       }
       if (pick(4) == 0) earlier = cluster.state().Snapshot();
     };
@@ -126,15 +143,25 @@ TEST(EvaluationSourcePropertyTest, CachedAnswersEqualPlainOnesThroughRandomChang
       change(step);
       // A pending pod of a random shape and group asks about every node (and one unknown),
       // then (as prioritize) about the nodes that passed, in the same order.
-      const PodRequirements req = *RequirementsOf(
-          MakePod()
-              .Namespace("ml")
-              .Name("pending-" + std::to_string(step))
-              .Gpus(1 << pick(3))
-              .Group(groups[static_cast<size_t>(pick(3))])
-              .Annotation("gputopo.io/spread", spreads[static_cast<size_t>(pick(3))])
-              .Obj());
-      const std::string pod_key = "ml/pending-" + std::to_string(step) + "/uid";
+      PodInfo asking = MakePod()
+                           .Namespace("ml")
+                           .Name("pending-" + std::to_string(step))
+                           .Gpus(1 << pick(3))
+                           .Group(groups[static_cast<size_t>(pick(3))])
+                           .Annotation("gputopo.io/spread", spreads[static_cast<size_t>(pick(3))])
+                           .Priority(100 * pick(3))
+                           .Obj();
+      // Sometimes a nominee itself, which looks through its own claim.
+      if (!nominees.empty() && pick(3) == 0) {
+        const PodInfo& nominee =
+            nominees[static_cast<size_t>(pick(static_cast<int>(nominees.size())))];
+        asking.uid = nominee.uid;
+        asking.priority = nominee.priority;
+      }
+      const PodRequirements req = *RequirementsOf(asking);
+      const std::string pod_key = "ml/pending-" + std::to_string(step) + "/" + asking.uid;
+      const std::string_view uid = asking.uid;
+      const int32_t priority = asking.priority;
       auto snapshot = cluster.state().Snapshot();
       std::vector<std::string> asked = names;
       std::shuffle(asked.begin(), asked.end(), rng);
@@ -142,11 +169,12 @@ TEST(EvaluationSourcePropertyTest, CachedAnswersEqualPlainOnesThroughRandomChang
       asked.push_back("nowhere");
       const std::vector<size_t> positions = PositionsOf(*snapshot, asked);
       const std::vector<std::string_view> candidates = Views(asked);
-      const Evaluations filter =
-          cached.Evaluate({req, cluster.shared_preset(), *snapshot, candidates, pod_key});
-      ExpectSameAnswers(
-          filter, plain.Evaluate({req, cluster.shared_preset(), *snapshot, candidates, pod_key}),
-          *snapshot, positions);
+      const Evaluations filter = cached.Evaluate(
+          {req, cluster.shared_preset(), *snapshot, candidates, pod_key, uid, priority});
+      ExpectSameAnswers(filter,
+                        plain.Evaluate({req, cluster.shared_preset(), *snapshot, candidates,
+                                        pod_key, uid, priority}),
+                        *snapshot, positions);
       EXPECT_FALSE(filter.reused);
       std::vector<std::string> passed;
       for (size_t i = 0; i < positions.size(); ++i) {
@@ -159,11 +187,12 @@ TEST(EvaluationSourcePropertyTest, CachedAnswersEqualPlainOnesThroughRandomChang
       auto later = cluster.state().Snapshot();
       const std::vector<size_t> again = PositionsOf(*later, passed);
       const std::vector<std::string_view> passed_views = Views(passed);
-      const Evaluations prioritize =
-          cached.Evaluate({req, cluster.shared_preset(), *later, passed_views, pod_key});
-      ExpectSameAnswers(
-          prioritize, plain.Evaluate({req, cluster.shared_preset(), *later, passed_views, pod_key}),
-          *later, again);
+      const Evaluations prioritize = cached.Evaluate(
+          {req, cluster.shared_preset(), *later, passed_views, pod_key, uid, priority});
+      ExpectSameAnswers(prioritize,
+                        plain.Evaluate({req, cluster.shared_preset(), *later, passed_views, pod_key,
+                                        uid, priority}),
+                        *later, again);
       // Reused exactly when nothing was published in between.
       EXPECT_EQ(prioritize.reused, later->generation() == snapshot->generation());
       if (::testing::Test::HasFailure()) return;

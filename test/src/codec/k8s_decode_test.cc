@@ -467,6 +467,28 @@ TEST(K8sDecodePodTest, DeletionTimestampSetsDeletionRequested) {
   EXPECT_FALSE(got->deletion_requested);
 }
 
+// After preemption kube-scheduler sets status.nominatedNodeName on the preemptor; its retry's
+// filter request carries it (captured: shared/k8s/preempt/cache_true/036-filter.high-8).
+TEST(K8sDecodePodTest, NominatedNodeName) {
+  const json request =
+      json::parse(gputopo::testing::ReadFile(gputopo::testing::SharedDir() / "k8s" / "preempt" /
+                                             "cache_true" / "036-filter.high-8.request.json"));
+  K8sDecoder decoder;
+  Result<PodInfo> got = decoder.DecodePod(request["Pod"].dump());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->nominated_node, "gpu-node-1");
+  EXPECT_EQ(got->node_name, "");
+
+  json pod = MakePod({Container(Requests("1"))});
+  got = decoder.DecodePod(pod.dump());
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->nominated_node, "");
+  pod["status"]["nominatedNodeName"] = nullptr;
+  got = decoder.DecodePod(pod.dump());
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->nominated_node, "");
+}
+
 TEST(K8sDecodePodTest, NodeName) {
   json pod = MakePod({Container(Requests("1"))});
   pod["spec"]["nodeName"] = "gpu-node-7";

@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <random>
 #include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "test/src/kube/live_app.h"
 
@@ -303,6 +306,75 @@ TEST_F(LiveTest, SoakOfPodsComingAndGoingBalancesTheBooks) {
   for (const char* node : {"gpu-1", "gpu-2"}) {
     for (int used : ServerSlots(node)) EXPECT_LE(used, 2) << node;
   }
+}
+
+// kube-scheduler's preemption, as it goes: preempt, nominate the pod (status.nominatedNodeName),
+// delete the victims, and retry the pod later. Meanwhile a pod of lower priority asks for the
+// freed GPUs and is refused; the preemptor then binds onto exactly them.
+TEST_F(LiveTest, APodNominatedAfterPreemptionKeepsTheGpusItsVictimsFreed) {
+  ASSERT_TRUE(server_.CreateNode(GpuNode("gpu-1")).has_value());
+  std::map<std::string, std::string> name_of;  // uid -> name
+  std::map<std::string, std::string> gpu_of;   // uid -> the GPU it holds
+  for (int g = 0; g < 8; ++g) {
+    json pod = GpuPod("ml", "low-" + std::to_string(g), 1,
+                      {{"gputopo.io/assigned-gpus", std::to_string(g)}});
+    pod["spec"]["nodeName"] = "gpu-1";
+    pod["status"]["phase"] = "Running";
+    const auto created = server_.CreatePod(pod);
+    ASSERT_TRUE(created.has_value());
+    const std::string uid = (*created)["metadata"]["uid"];
+    name_of[uid] = "low-" + std::to_string(g);
+    gpu_of[uid] = std::to_string(g);
+  }
+  json train = GpuPod("ml", "train", 2);
+  train["spec"]["priority"] = 1000;
+  ASSERT_TRUE(server_.CreatePod(train).has_value());
+  ASSERT_TRUE(server_.CreatePod(GpuPod("ml", "other", 1)).has_value());
+  app_ = StartApp();
+  ASSERT_NE(app_, nullptr);
+  const std::string train_uid = (*server_.GetPodObject("ml", "train"))["metadata"]["uid"];
+  ASSERT_TRUE(WaitFor([&] { return app_->state().FindPod(train_uid).has_value(); }));
+
+  httplib::Client client("127.0.0.1", app_->port());
+  client.set_read_timeout(30, 0);
+  json proposed = json::array();
+  for (const auto& [uid, name] : name_of) {
+    if (name == "low-0" || name == "low-1") proposed.push_back({{"UID", uid}});
+  }
+  const json args = {
+      {"Pod", *server_.GetPodObject("ml", "train")},
+      {"NodeNameToVictims", nullptr},
+      {"NodeNameToMetaVictims", {{"gpu-1", {{"Pods", proposed}, {"NumPDBViolations", 0}}}}}};
+  auto preempted = client.Post("/preempt", args.dump(), "application/json");
+  ASSERT_TRUE(preempted && preempted->status == 200);
+  const json victims = json::parse(preempted->body)["NodeNameToMetaVictims"]["gpu-1"]["Pods"];
+  ASSERT_EQ(victims.size(), 2u) << preempted->body;
+  std::vector<std::string> freed;
+  for (const json& victim : victims) freed.push_back(gpu_of.at(victim["UID"]));
+  std::sort(freed.begin(), freed.end());
+
+  ASSERT_TRUE(
+      server_
+          .UpdatePod("ml", "train", [](json& pod) { pod["status"]["nominatedNodeName"] = "gpu-1"; })
+          .has_value());
+  for (const json& victim : victims)
+    ASSERT_TRUE(server_.DeletePod("ml", name_of.at(victim["UID"])));
+  // gputopo sees the victims gone and the claim on their GPUs.
+  ASSERT_TRUE(WaitFor([&] {
+    auto node = app_->state().Snapshot()->FindShared("gpu-1");
+    return node != nullptr && node->nominees().size() == 1 && node->empty_gpus() == 0 &&
+           node->used_slots() == 8;
+  }));
+
+  EXPECT_EQ(Schedule(*app_, "other", {"gpu-1"}), "no node passed");
+  EXPECT_EQ(Schedule(*app_, "train", {"gpu-1"}), "");
+  std::vector<std::string> assigned = AssignedOf(*server_.GetPodObject("ml", "train"));
+  std::sort(assigned.begin(), assigned.end());
+  EXPECT_EQ(assigned, freed);
+  ASSERT_TRUE(WaitFor([&] {
+    return app_->state().Snapshot()->FindShared("gpu-1")->nominees().empty() &&
+           app_->state().Counts().claims == 0;
+  }));
 }
 
 }  // namespace
