@@ -329,9 +329,11 @@ void ClusterState::OfferClaims(const std::string& uid, const std::vector<ClaimOf
     offers_.erase(offer_order_.front());
     offer_order_.pop_front();
   }
-  // The pod may be nominated already (a second preemption for it).
+  // Usually the pod is nominated only after this call, and nothing changes (nor is published)
+  // now. A pod already nominated (a second preemption for it) claims at once. A pod with a
+  // reservation or a placement holds GPUs that no claim replaces.
   auto pod = pods_.find(uid);
-  if (pod == pods_.end() || pod->second.reserved || !pod->second.info.node_name.empty() ||
+  if (pod == pods_.end() || pod->second.info.nominated_node.empty() ||
       (!pod->second.node.empty() && !pod->second.nominated)) {
     return;
   }
@@ -562,8 +564,7 @@ ClusterCounts ClusterState::Counts() const {
   counts.pods = pods_.size();
   counts.host_pods = host_pods_.size();
   for (const auto& [uid, entry] : pods_) {
-    counts.placed_pods += entry.node.empty() ? 0 : 1;
-    counts.placed_pods -= entry.nominated ? 1 : 0;
+    counts.placed_pods += !entry.node.empty() && !entry.nominated ? 1 : 0;
     counts.reservations += entry.reserved ? 1 : 0;
     counts.claims += entry.nominated ? 1 : 0;
   }

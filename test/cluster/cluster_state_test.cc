@@ -1536,8 +1536,10 @@ TEST_F(ClusterStateTest, NominatedPodHoldsTheOfferedGpusUntilItIsBound) {
   cluster_.Add(H100Node("h2"));
   PodInfo pod = Preemptor("big", 2, 100);
   cluster_.Add(pod);
+  const auto before_offer = state().Snapshot();
   state().OfferClaims(pod.uid, {{"h1", {2, 3}}, {"h2", {0, 1}}});
-  // Offered, not yet nominated: nothing is held.
+  // Offered, not yet nominated: nothing is held, and nothing new is published.
+  EXPECT_EQ(state().Snapshot(), before_offer);
   EXPECT_THAT(UsedGpus(*Node("h1")), IsEmpty());
   EXPECT_THAT(state().Snapshot()->claimed_positions(), IsEmpty());
 
