@@ -38,6 +38,9 @@ void CollectClusterState(observability::MetricsRegistry& metrics,
     out.WriteGauge("gputopo_reservations",
                    "Binds in flight: GPUs held for a pod not yet seen bound.", {},
                    static_cast<double>(counts.reservations));
+    out.WriteGauge("gputopo_nominated_claims",
+                   "Pods nominated after a preemption, holding the GPUs their victims free.", {},
+                   static_cast<double>(counts.claims));
   });
 }
 

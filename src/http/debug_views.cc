@@ -406,6 +406,7 @@ std::string RenderIndex(const cluster::ClusterCounts& counts, const std::string&
   j["gpuPods"] = counts.pods;
   j["placedPods"] = counts.placed_pods;
   j["bindsInFlight"] = counts.reservations;
+  j["nominatedClaims"] = counts.claims;
   j["defaultPreset"] = default_preset;
   j["presets"] = presets;
   j["hostPods"] = counts.host_pods;

@@ -366,6 +366,14 @@ TEST_F(LiveTest, APodNominatedAfterPreemptionKeepsTheGpusItsVictimsFreed) {
            node->used_slots() == 8;
   }));
 
+  // Operators see the claim in /debug and /metrics.
+  auto index = client.Get("/debug");
+  ASSERT_TRUE(index && index->status == 200);
+  EXPECT_EQ(json::parse(index->body)["nominatedClaims"], 1) << index->body;
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics && metrics->status == 200);
+  EXPECT_NE(metrics->body.find("\ngputopo_nominated_claims 1\n"), std::string::npos);
+
   EXPECT_EQ(Schedule(*app_, "other", {"gpu-1"}), "no node passed");
   EXPECT_EQ(Schedule(*app_, "train", {"gpu-1"}), "");
   std::vector<std::string> assigned = AssignedOf(*server_.GetPodObject("ml", "train"));
