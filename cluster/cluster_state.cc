@@ -294,7 +294,7 @@ void ClusterState::ClaimLocked(PodEntry& entry) {
   const std::string& target = entry.info.nominated_node;
   const std::vector<std::string>* gpus = nullptr;
   if (auto it = offers_.find(entry.info.uid); it != offers_.end() && !target.empty()) {
-    for (const auto& [node, labels] : it->second) {
+    for (const auto& [node, labels] : it->second.nodes) {
       if (node == target) gpus = &labels;
     }
   }
@@ -324,10 +324,19 @@ void ClusterState::OfferClaims(const std::string& uid, const std::vector<ClaimOf
     }
     if (labels.size() == offer.gpus.size()) labelled.emplace_back(offer.node, std::move(labels));
   }
-  if (offers_.insert_or_assign(uid, std::move(labelled)).second) offer_order_.push_back(uid);
-  while (offer_order_.size() > kMaxClaimOffers) {
-    offers_.erase(offer_order_.front());
+  const uint64_t sequence = ++next_offer_sequence_;
+  offers_.insert_or_assign(uid, Offer{sequence, std::move(labelled)});
+  offer_order_.emplace_back(sequence, uid);
+  const auto is_current = [this](const std::pair<uint64_t, std::string>& entry) {
+    auto it = offers_.find(entry.second);
+    return it != offers_.end() && it->second.sequence == entry.first;
+  };
+  while (offers_.size() > kMaxClaimOffers) {
+    if (is_current(offer_order_.front())) offers_.erase(offer_order_.front().second);
     offer_order_.pop_front();
+  }
+  if (offer_order_.size() > 2 * kMaxClaimOffers) {
+    std::erase_if(offer_order_, [&](const auto& entry) { return !is_current(entry); });
   }
   // Usually the pod is nominated only after this call, and nothing changes (nor is published)
   // now. A pod already nominated (a second preemption for it) claims at once. A pod with a

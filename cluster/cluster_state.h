@@ -118,7 +118,7 @@ class ClusterState {
   // placed; NotFound when the node is unknown.
   Status Reserve(const Reservation& reservation);
   // Preemption chose GPUs for pod `uid` on these nodes; replaces the pod's earlier offers. The
-  // offers of the last kMaxClaimOffers pods are kept.
+  // offers of the kMaxClaimOffers pods offered most recently are kept.
   void OfferClaims(const std::string& uid, const std::vector<ClaimOffer>& offers);
   static constexpr size_t kMaxClaimOffers = 4096;
   // The reserved pod was bound: its reservation becomes a placement.
@@ -197,11 +197,19 @@ class ClusterState {
   std::map<std::string, std::pair<int64_t, int64_t>, std::less<>> host_use_
       GPUTOPO_GUARDED_BY(mutex_);
   std::vector<std::shared_ptr<const policies::NodeState>> node_states_ GPUTOPO_GUARDED_BY(mutex_);
-  // Per pod uid: the GPU labels preemption chose on each node; oldest offers first in
-  // offer_order_.
-  std::unordered_map<std::string, std::vector<std::pair<std::string, std::vector<std::string>>>>
-      offers_ GPUTOPO_GUARDED_BY(mutex_);
-  std::deque<std::string> offer_order_ GPUTOPO_GUARDED_BY(mutex_);
+  // One preempt call's choice for a pod: the GPU labels on each node it kept. `sequence` tells
+  // the call apart from the pod's earlier ones in offer_order_.
+  struct Offer {
+    uint64_t sequence = 0;
+    std::vector<std::pair<std::string, std::vector<std::string>>> nodes;
+  };
+  // Per pod uid: its latest offer. offer_order_ lists (sequence, uid), oldest first; an entry
+  // whose sequence is no longer its pod's offer is stale (the offer was replaced or dropped),
+  // and is skipped when it comes up for eviction, and compacted away once it would double the
+  // queue.
+  std::unordered_map<std::string, Offer> offers_ GPUTOPO_GUARDED_BY(mutex_);
+  std::deque<std::pair<uint64_t, std::string>> offer_order_ GPUTOPO_GUARDED_BY(mutex_);
+  uint64_t next_offer_sequence_ GPUTOPO_GUARDED_BY(mutex_) = 0;
   // Nodes whose state holds a claim, for the snapshots' claimed_positions().
   std::set<std::string, std::less<>> claimed_nodes_ GPUTOPO_GUARDED_BY(mutex_);
   std::vector<policies::NodeSummary> summaries_

@@ -1614,5 +1614,37 @@ TEST_F(ClusterStateTest, NominationWithoutAnOfferHoldsNothingAndAGonePodDropsIts
   EXPECT_THAT(UsedGpus(*Node("d1")), IsEmpty());
 }
 
+TEST_F(ClusterStateTest, OffersAgeFromTheLatestPreemptionOfTheirPod) {
+  cluster_.Add(Dgx1Node("d1"));
+  PodInfo pod = Preemptor("big", 1, 100);
+  cluster_.Add(pod);
+  state().OfferClaims(pod.uid, {{"d1", {5}}});
+  for (size_t i = 1; i < ClusterState::kMaxClaimOffers; ++i) {
+    state().OfferClaims("other-" + std::to_string(i), {{"d1", {0}}});
+  }
+  // A second preempt for the pod renews its offer: the many offers after it do not evict it,
+  // though they outnumber what is kept since its first one.
+  state().OfferClaims(pod.uid, {{"d1", {6}}});
+  for (size_t i = 0; i < ClusterState::kMaxClaimOffers / 2; ++i) {
+    state().OfferClaims("later-" + std::to_string(i), {{"d1", {0}}});
+  }
+  pod.nominated_node = "d1";
+  cluster_.Add(pod);
+  EXPECT_THAT(UsedGpus(*Node("d1")), ElementsAre(6));
+
+  // Offers dropped with their pod leave the queue too: a full round of new offers after them
+  // evicts the pod's offer, as the oldest one kept.
+  state().RemovePod(pod.uid);
+  pod.nominated_node.clear();
+  cluster_.Add(pod);
+  state().OfferClaims(pod.uid, {{"d1", {7}}});
+  for (size_t i = 0; i < ClusterState::kMaxClaimOffers; ++i) {
+    state().OfferClaims("last-" + std::to_string(i), {{"d1", {0}}});
+  }
+  pod.nominated_node = "d1";
+  cluster_.Add(pod);
+  EXPECT_THAT(UsedGpus(*Node("d1")), IsEmpty());
+}
+
 }  // namespace
 }  // namespace gputopo::policies
