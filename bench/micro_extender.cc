@@ -1,13 +1,15 @@
 // Microbenchmarks of the request path, without HTTP: parsing an ExtenderArgs body (simdjson, as
 // the server does, against nlohmann for reference), and the filter service on a parsed request
 // over N nodes, with the evaluation cache warm (the next replica of a Deployment) and cold (a
-// pod shape never seen, every node evaluated); and a GPU-less pod's filter and prioritize in
-// all-pod mode.
+// pod shape never seen, every node evaluated); a GPU-less pod's filter and prioritize in
+// all-pod mode; and the PodDisruptionBudgets that count one node's pods, as preempt asks per
+// candidate node.
 #include <benchmark/benchmark.h>
 
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "cluster/disruption_budget_index.h"
 #include "gputopo/well_known.h"
 #include "src/app/app.h"
 #include "src/app/system_clock.h"
@@ -309,6 +311,49 @@ void BM_GpuLessCycle(benchmark::State& state) {
   }
 }
 
+// A cluster with `range(0)` PodDisruptionBudgets, 4 to a namespace (one per Deployment there),
+// and 8 running GPU pods a node from 8 namespaces; each iteration asks which budgets count the
+// pods of one node, as the preemptor does for every candidate node. The cost should follow the
+// node's pods and their namespaces' budgets, not the cluster's budget count.
+void BM_BudgetCoverageOfNode(benchmark::State& state) {
+  const int budgets = static_cast<int>(state.range(0));
+  const int namespaces = std::max(1, budgets / 4);
+  cluster::DisruptionBudgetIndex index;
+  std::vector<DisruptionBudgetInfo> all;
+  for (int b = 0; b < budgets; ++b) {
+    DisruptionBudgetInfo budget;
+    budget.namespace_name = "team-" + std::to_string(b / 4);
+    budget.name = "deploy-" + std::to_string(b % 4);
+    budget.uid = "pdb-" + std::to_string(b);
+    budget.selector = LabelSelector{{{"app", LabelRequirement::Operator::kIn, {budget.name}}}};
+    budget.disruptions_allowed = 1;
+    all.push_back(std::move(budget));
+  }
+  index.ReplaceBudgets(all);
+  constexpr int kNodes = 64;
+  std::vector<PodInfo> pods;
+  for (int n = 0; n < kNodes; ++n) {
+    for (int p = 0; p < 8; ++p) {
+      PodInfo pod;
+      pod.namespace_name = "team-" + std::to_string((n * 8 + p) % namespaces);
+      pod.name = "pod-" + std::to_string(n) + "-" + std::to_string(p);
+      pod.uid = "uid-" + pod.name;
+      pod.gpu_request = 1;
+      pod.phase = PodPhase::kRunning;
+      pod.labels = {{"app", "deploy-" + std::to_string(p % 4)}};
+      pods.push_back(std::move(pod));
+    }
+  }
+  index.ReplacePods(pods);
+  size_t node = 0;
+  for (auto _ : state) {
+    std::vector<std::string_view> uids;
+    for (int p = 0; p < 8; ++p) uids.push_back(pods[node * 8 + static_cast<size_t>(p)].uid);
+    benchmark::DoNotOptimize(index.CoverageOf(uids));
+    node = (node + 1) % kNodes;
+  }
+}
+
 BENCHMARK(BM_ParseNodeNames_Simdjson)->Arg(5000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ParseNodeNames_Nlohmann)->Arg(5000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ParseFullNodes_Simdjson)->Arg(5000)->Unit(benchmark::kMillisecond);
@@ -321,6 +366,7 @@ BENCHMARK(BM_WriteFilterResult)->Arg(5000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_WritePriorityList)->Arg(5000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FilterCold)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_GpuLessCycle)->Arg(500)->Arg(5000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_BudgetCoverageOfNode)->Arg(40)->Arg(4000)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace gputopo::bench

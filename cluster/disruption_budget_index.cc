@@ -16,18 +16,33 @@ bool Kept(const PodInfo& pod) {
 void DisruptionBudgetIndex::ReplaceBudgets(const std::vector<DisruptionBudgetInfo>& budgets) {
   MutexLock lock(mutex_);
   budgets_.clear();
-  for (const DisruptionBudgetInfo& b : budgets) budgets_[b.uid] = b;
+  budget_keys_.clear();
+  for (const DisruptionBudgetInfo& b : budgets) UpsertBudgetLocked(b);
   synced_ = true;
 }
 
 void DisruptionBudgetIndex::UpsertBudget(const DisruptionBudgetInfo& budget) {
   MutexLock lock(mutex_);
-  budgets_[budget.uid] = budget;
+  UpsertBudgetLocked(budget);
 }
 
 void DisruptionBudgetIndex::RemoveBudget(std::string_view uid) {
   MutexLock lock(mutex_);
-  budgets_.erase(std::string(uid));
+  EraseBudgetLocked(uid);
+}
+
+void DisruptionBudgetIndex::UpsertBudgetLocked(const DisruptionBudgetInfo& budget) {
+  EraseBudgetLocked(budget.uid);
+  BudgetKey key{budget.namespace_name, budget.name, budget.uid};
+  budget_keys_.emplace(budget.uid, key);
+  budgets_.insert_or_assign(std::move(key), budget);
+}
+
+void DisruptionBudgetIndex::EraseBudgetLocked(std::string_view uid) {
+  auto it = budget_keys_.find(std::string(uid));
+  if (it == budget_keys_.end()) return;
+  budgets_.erase(it->second);
+  budget_keys_.erase(it);
 }
 
 void DisruptionBudgetIndex::ReplacePods(const std::vector<PodInfo>& pods) {
@@ -79,41 +94,41 @@ std::optional<policies::BudgetCoverage> DisruptionBudgetIndex::CoverageOf(
   MutexLock lock(mutex_);
   if (!synced_) return std::nullopt;
   policies::BudgetCoverage coverage;
-  // Budgets in namespace/name order, each given its index when it first counts a pod.
-  std::vector<const DisruptionBudgetInfo*> ordered;
-  ordered.reserve(budgets_.size());
-  for (const auto& [uid, budget] : budgets_) ordered.push_back(&budget);
-  std::sort(ordered.begin(), ordered.end(), [](const auto* a, const auto* b) {
-    return std::tie(a->namespace_name, a->name) < std::tie(b->namespace_name, b->name);
-  });
-  // Which budgets count each pod, by position in `ordered`; then the budgets used, renumbered
-  // in that order.
-  std::vector<std::pair<std::string_view, std::vector<size_t>>> counted;
-  std::vector<int> index(ordered.size(), -1);
+  // Which budgets count each pod (a budget selects pods of its own namespace only); then the
+  // budgets used, numbered in namespace/name order.
+  using Budget = std::map<BudgetKey, DisruptionBudgetInfo>::value_type;
+  std::vector<std::pair<std::string_view, std::vector<const Budget*>>> counted;
+  std::vector<const Budget*> used;
   for (std::string_view uid : uids) {
     auto pod = pods_.find(std::string(uid));
     if (pod == pods_.end()) continue;
-    std::vector<size_t> positions;
-    for (size_t b = 0; b < ordered.size(); ++b) {
-      if (policies::CountsAgainst(*ordered[b], pod->second.namespace_name, pod->second.name,
-                                  *pod->second.labels)) {
-        positions.push_back(b);
-        index[b] = 0;
+    const PodLabels& labels = pod->second;
+    std::vector<const Budget*> budgets;
+    for (auto it = budgets_.lower_bound(BudgetKey{labels.namespace_name, {}, {}});
+         it != budgets_.end() && std::get<0>(it->first) == labels.namespace_name; ++it) {
+      if (policies::CountsAgainst(it->second, labels.namespace_name, labels.name, *labels.labels)) {
+        budgets.push_back(&*it);
       }
     }
-    if (!positions.empty()) counted.emplace_back(uid, std::move(positions));
+    if (budgets.empty()) continue;
+    used.insert(used.end(), budgets.begin(), budgets.end());
+    counted.emplace_back(uid, std::move(budgets));
   }
-  for (size_t b = 0; b < ordered.size(); ++b) {
-    if (index[b] < 0) continue;
-    index[b] = static_cast<int>(coverage.allowed.size());
-    coverage.allowed.push_back(ordered[b]->disruptions_allowed);
-    coverage.budgets.push_back(ordered[b]->Key());
+  const auto by_key = [](const Budget* a, const Budget* b) { return a->first < b->first; };
+  std::sort(used.begin(), used.end(), by_key);
+  used.erase(std::unique(used.begin(), used.end()), used.end());
+  for (const Budget* b : used) {
+    coverage.allowed.push_back(b->second.disruptions_allowed);
+    coverage.budgets.push_back(b->second.Key());
   }
-  for (auto& [uid, positions] : counted) {
-    std::vector<int> budgets;
-    budgets.reserve(positions.size());
-    for (size_t b : positions) budgets.push_back(index[b]);
-    coverage.budgets_of.emplace(std::string(uid), std::move(budgets));
+  for (auto& [uid, budgets] : counted) {
+    std::vector<int> indices;
+    indices.reserve(budgets.size());
+    for (const Budget* b : budgets) {
+      indices.push_back(
+          static_cast<int>(std::lower_bound(used.begin(), used.end(), b, by_key) - used.begin()));
+    }
+    coverage.budgets_of.emplace(std::string(uid), std::move(indices));
   }
   return coverage;
 }

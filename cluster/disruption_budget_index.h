@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -71,10 +72,16 @@ class DisruptionBudgetIndex {
   void ErasePodLocked(std::string_view uid) GPUTOPO_REQUIRES(mutex_);
   std::shared_ptr<const LabelSet> InternLocked(const LabelSet& labels) GPUTOPO_REQUIRES(mutex_);
 
+  // (namespace, name, uid): budgets in the order CoverageOf numbers them, one namespace's
+  // together, so that a pod is matched against its own namespace's budgets only.
+  using BudgetKey = std::tuple<std::string, std::string, std::string>;
+  void UpsertBudgetLocked(const DisruptionBudgetInfo& budget) GPUTOPO_REQUIRES(mutex_);
+  void EraseBudgetLocked(std::string_view uid) GPUTOPO_REQUIRES(mutex_);
+
   mutable Mutex mutex_;
   bool synced_ GPUTOPO_GUARDED_BY(mutex_) = false;
-  // uid -> budget
-  std::unordered_map<std::string, DisruptionBudgetInfo> budgets_ GPUTOPO_GUARDED_BY(mutex_);
+  std::map<BudgetKey, DisruptionBudgetInfo> budgets_ GPUTOPO_GUARDED_BY(mutex_);
+  std::unordered_map<std::string, BudgetKey> budget_keys_ GPUTOPO_GUARDED_BY(mutex_);  // by uid
   std::unordered_map<std::string, PodLabels> pods_ GPUTOPO_GUARDED_BY(mutex_);
   // Interned label sets; an entry whose every pod is gone expires, and is swept when the table
   // has doubled since the last sweep.

@@ -3,9 +3,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+#include <random>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "policies/preemption/disruption_budgets.h"
 #include "test/support/builders.h"
 
 namespace gputopo::cluster {
@@ -94,6 +99,99 @@ TEST(DisruptionBudgetIndexTest, ReplicasShareOneInternedLabelSet) {
   EXPECT_TRUE(counts.synced);
   for (int i = 0; i < 100; ++i) index.RemovePod("uid-web-" + std::to_string(i));
   EXPECT_EQ(index.Counts().label_sets, 1u) << "a set no pod holds is no longer counted";
+}
+
+// What CoverageOf must answer, by brute force: every budget tried against every pod.
+policies::BudgetCoverage CoverageByBruteForce(const std::vector<DisruptionBudgetInfo>& budgets,
+                                              const std::vector<PodInfo>& pods,
+                                              const std::vector<std::string_view>& uids) {
+  std::vector<const DisruptionBudgetInfo*> ordered;
+  for (const DisruptionBudgetInfo& b : budgets) ordered.push_back(&b);
+  std::sort(ordered.begin(), ordered.end(), [](const auto* a, const auto* b) {
+    return std::tie(a->namespace_name, a->name, a->uid) <
+           std::tie(b->namespace_name, b->name, b->uid);
+  });
+  std::map<std::string, std::vector<size_t>> matched;
+  std::set<size_t> used;
+  for (std::string_view uid : uids) {
+    for (const PodInfo& pod : pods) {
+      if (pod.uid != uid || pod.gpu_request <= 0) continue;
+      for (size_t b = 0; b < ordered.size(); ++b) {
+        if (policies::CountsAgainst(*ordered[b], pod.namespace_name, pod.name, pod.labels)) {
+          matched[pod.uid].push_back(b);
+          used.insert(b);
+        }
+      }
+    }
+  }
+  policies::BudgetCoverage coverage;
+  std::map<size_t, int> number;
+  for (size_t b : used) {
+    number[b] = static_cast<int>(coverage.budgets.size());
+    coverage.budgets.push_back(ordered[b]->Key());
+    coverage.allowed.push_back(ordered[b]->disruptions_allowed);
+  }
+  for (const auto& [uid, positions] : matched) {
+    std::vector<int>& of = coverage.budgets_of[uid];
+    for (size_t b : positions) of.push_back(number.at(b));
+  }
+  return coverage;
+}
+
+TEST(DisruptionBudgetIndexTest, CoverageMatchesEveryBudgetTriedAgainstEveryPod) {
+  // Namespaces that sort next to each other ("ml", "ml-a", "mla"), budgets that overlap and
+  // select across apps, budgets updated and removed, and pods of every namespace on one node.
+  const std::vector<std::string> namespaces = {"a", "ml", "ml-a", "mla", "z"};
+  const std::vector<std::string> apps = {"web", "db", "cache"};
+  std::mt19937 rng(7);
+  for (int round = 0; round < 40; ++round) {
+    std::vector<DisruptionBudgetInfo> budgets;
+    const int budget_count = static_cast<int>(rng() % 12);
+    for (int b = 0; b < budget_count; ++b) {
+      DisruptionBudgetInfo budget =
+          Budget(namespaces[rng() % namespaces.size()], "pdb-" + std::to_string(b),
+                 apps[rng() % apps.size()], static_cast<int32_t>(rng() % 3));
+      if (rng() % 4 == 0) {  // selects two apps
+        budget.selector->requirements[0].values.push_back(apps[rng() % apps.size()]);
+      }
+      budgets.push_back(std::move(budget));
+    }
+    std::vector<PodInfo> pods;
+    for (int p = 0; p < 10; ++p) {
+      pods.push_back(Labelled(namespaces[rng() % namespaces.size()], "pod-" + std::to_string(p),
+                              {{"app", apps[rng() % apps.size()]}}, rng() % 5 == 0 ? 0 : 1));
+    }
+    DisruptionBudgetIndex index;
+    index.ReplaceBudgets({});
+    for (const DisruptionBudgetInfo& b : budgets) index.UpsertBudget(b);
+    index.ReplacePods(pods);
+    // Some budgets change status or go, through watch events.
+    for (DisruptionBudgetInfo& b : budgets) {
+      if (rng() % 3 == 0) {
+        b.disruptions_allowed += 1;
+        index.UpsertBudget(b);
+      }
+    }
+    if (!budgets.empty() && rng() % 2 == 0) {
+      index.RemoveBudget(budgets.front().uid);
+      budgets.erase(budgets.begin());
+    }
+    std::vector<std::string_view> uids;
+    for (const PodInfo& pod : pods) {
+      if (rng() % 3 != 0) uids.push_back(pod.uid);
+    }
+    const auto coverage = index.CoverageOf(uids);
+    ASSERT_TRUE(coverage.has_value());
+    const policies::BudgetCoverage want = CoverageByBruteForce(budgets, pods, uids);
+    EXPECT_EQ(coverage->budgets, want.budgets) << "round " << round;
+    EXPECT_EQ(coverage->allowed, want.allowed) << "round " << round;
+    ASSERT_EQ(coverage->budgets_of.size(), want.budgets_of.size()) << "round " << round;
+    for (const auto& [uid, of] : want.budgets_of) {
+      auto it = coverage->budgets_of.find(uid);
+      ASSERT_NE(it, coverage->budgets_of.end()) << uid << ", round " << round;
+      EXPECT_EQ(it->second, of) << uid << ", round " << round;
+    }
+  }
 }
 
 }  // namespace
