@@ -327,16 +327,18 @@ void ClusterState::OfferClaims(const std::string& uid, const std::vector<ClaimOf
   const uint64_t sequence = ++next_offer_sequence_;
   offers_.insert_or_assign(uid, Offer{sequence, std::move(labelled)});
   offer_order_.emplace_back(sequence, uid);
-  const auto is_current = [this](const std::pair<uint64_t, std::string>& entry) {
-    auto it = offers_.find(entry.second);
-    return it != offers_.end() && it->second.sequence == entry.first;
-  };
+  // Plain loops, not predicate lambdas: a lambda is a function of its own to the thread safety
+  // analysis, which would not know that mutex_ is held there.
   while (offers_.size() > kMaxClaimOffers) {
-    if (is_current(offer_order_.front())) offers_.erase(offer_order_.front().second);
+    if (IsCurrentOfferLocked(offer_order_.front())) offers_.erase(offer_order_.front().second);
     offer_order_.pop_front();
   }
   if (offer_order_.size() > 2 * kMaxClaimOffers) {
-    std::erase_if(offer_order_, [&](const auto& entry) { return !is_current(entry); });
+    std::deque<std::pair<uint64_t, std::string>> current;
+    for (auto& entry : offer_order_) {
+      if (IsCurrentOfferLocked(entry)) current.push_back(std::move(entry));
+    }
+    offer_order_.swap(current);
   }
   // Usually the pod is nominated only after this call, and nothing changes (nor is published)
   // now. A pod already nominated (a second preemption for it) claims at once. A pod with a
@@ -348,6 +350,11 @@ void ClusterState::OfferClaims(const std::string& uid, const std::vector<ClaimOf
   }
   ClaimLocked(pod->second);
   PublishLocked();
+}
+
+bool ClusterState::IsCurrentOfferLocked(const std::pair<uint64_t, std::string>& entry) const {
+  auto it = offers_.find(entry.second);
+  return it != offers_.end() && it->second.sequence == entry.first;
 }
 
 void ClusterState::PutHostPodLocked(const std::string& uid, HostPod pod) {

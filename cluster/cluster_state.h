@@ -171,6 +171,9 @@ class ClusterState {
   // Makes a pending, unreserved pod's claim match its nominated node and the offers: sets,
   // moves or drops it.
   void ClaimLocked(PodEntry& entry) GPUTOPO_REQUIRES(mutex_);
+  // Whether an offer_order_ entry still names its pod's current offer (not a stale one).
+  bool IsCurrentOfferLocked(const std::pair<uint64_t, std::string>& entry) const
+      GPUTOPO_REQUIRES(mutex_);
   // Records (or, with an empty node, forgets) a GPU-less pod's CPU and memory; rebuilds the
   // nodes whose totals changed.
   void PutHostPodLocked(const std::string& uid, HostPod pod) GPUTOPO_REQUIRES(mutex_);
