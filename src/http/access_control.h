@@ -65,7 +65,8 @@ class AccessControl {
   AccessControl(AccessReviewer& reviewer, const Clock& clock)
       : AccessControl(reviewer, clock, Options{}) {}
 
-  // `authorization` is the request's Authorization header; `path` the request path.
+  // `authorization` is the request's Authorization header (or, through the API server's proxy,
+  // its X-Gputopo-Authorization); `path` the request path.
   Decision Check(std::string_view authorization, std::string_view path);
 
  private:

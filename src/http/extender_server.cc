@@ -283,8 +283,11 @@ Route ExtenderServer::Impl::Guarded(
     std::function<void(const HttpRequest&, HttpResponse&)> handler) {
   if (deps.access == nullptr) return {Lane::kAdmin, std::move(handler)};
   return {Lane::kAdmin, [this, handler = std::move(handler)](const auto& req, auto& res) {
-            const AccessControl::Decision decision =
-                deps.access->Check(req.authorization, req.path);
+            // A request through the API server's proxy carries its token in
+            // X-Gputopo-Authorization; it is reviewed exactly as an Authorization header is.
+            const AccessControl::Decision decision = deps.access->Check(
+                req.authorization.empty() ? req.proxied_authorization : req.authorization,
+                req.path);
             if (decision.verdict != AccessControl::Verdict::kAllowed) {
               spdlog::warn("{} {} from {} refused: {}", req.method, Excerpt(req.path),
                            req.remote_addr, decision.reason);

@@ -347,6 +347,7 @@ class Connection final : public SessionBase {
     request.path = request.target.substr(0, request.target.find('?'));
     request.content_type = std::string(message[bhttp::field::content_type]);
     request.authorization = std::string(message[bhttp::field::authorization]);
+    request.proxied_authorization = std::string(message["X-Gputopo-Authorization"]);
     request.remote_addr = remote_;
     request.body = std::move(message.body());
     Route route = server_.router(request.method, request.path);

@@ -55,6 +55,9 @@ struct HttpRequest {
   std::string path;    // target without the query
   std::string content_type;
   std::string authorization;  // the Authorization header, if any
+  // X-Gputopo-Authorization: the caller's "Bearer <token>" when the request came through the API
+  // server's proxy, which consumes the Authorization header (src/kubectl/gputopo_access.h).
+  std::string proxied_authorization;
   std::string remote_addr;
   // Its capacity leaves simdjson's padding past the end when the length was known up front.
   std::string body;

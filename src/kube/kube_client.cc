@@ -129,7 +129,7 @@ void KubeClient::ReturnHandle(void* handle) {
 }
 
 Status KubeClient::Prepare(void* raw, const std::string& url, std::string_view content_type,
-                           void** headers_out) {
+                           void** headers_out, const std::vector<std::string>& extra_headers) {
   CURL* handle = static_cast<CURL*>(raw);
   curl_easy_setopt(handle, CURLOPT_URL, url.c_str());
   curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
@@ -174,20 +174,22 @@ Status KubeClient::Prepare(void* raw, const std::string& url, std::string_view c
   if (!content_type.empty()) {
     headers = curl_slist_append(headers, ("Content-Type: " + std::string(content_type)).c_str());
   }
+  for (const std::string& line : extra_headers) headers = curl_slist_append(headers, line.c_str());
   curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers);
   *headers_out = headers;
   return Status::Ok();
 }
 
 Result<KubeClient::Response> KubeClient::Call(std::string_view method, std::string_view path,
-                                              std::string_view body,
-                                              std::string_view content_type) {
+                                              std::string_view body, std::string_view content_type,
+                                              const std::vector<std::string>& extra_headers) {
   CURL* handle = static_cast<CURL*>(TakeHandle());
   if (handle == nullptr) return Internal("curl_easy_init failed");
   void* headers = nullptr;
   Response response;
   Sink sink{&response.body, options_.max_response_bytes};
-  Status prepared = Prepare(handle, config_.server + std::string(path), content_type, &headers);
+  Status prepared =
+      Prepare(handle, config_.server + std::string(path), content_type, &headers, extra_headers);
   if (!prepared.ok()) {
     ReturnHandle(handle);
     return prepared;
@@ -400,8 +402,9 @@ Result<bool> KubeClient::ReviewAccess(const http::ReviewedUser& user, std::strin
   return IsTrue(status, "allowed") && !IsTrue(status, "denied");
 }
 
-Result<std::string> KubeClient::Get(std::string_view path) {
-  Result<Response> response = Call("GET", path, "", "");
+Result<std::string> KubeClient::Get(std::string_view path,
+                                    const std::vector<std::string>& extra_headers) {
+  Result<Response> response = Call("GET", path, "", "", extra_headers);
   if (!response.ok()) return response.status();
   if (response->status != 200) return ErrorOf(*response, "GET " + std::string(path));
   return std::move(response->body);

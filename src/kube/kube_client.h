@@ -71,8 +71,10 @@ class KubeClient final : public KubeApi, public http::AccessReviewer {
                             std::string_view path) override;
 
   // GET `path` (with its query): the body of a 200, else the error. kubectl-gputopo reads
-  // gputopo's /debug through this too (a KubeConfig naming gputopo's admin listener).
-  Result<std::string> Get(std::string_view path);
+  // gputopo's /debug through this too (a KubeConfig naming gputopo's admin listener, or the API
+  // server's pods/proxy). `extra_headers` are whole header lines ("Name: value").
+  Result<std::string> Get(std::string_view path,
+                          const std::vector<std::string>& extra_headers = {});
 
   // One page of a list (`path` like "/api/v1/pods"): the raw NodeList/PodList body.
   // `continue_token` is the previous page's metadata.continue; empty for the first page.
@@ -101,7 +103,8 @@ class KubeClient final : public KubeApi, public http::AccessReviewer {
   // error.
   Result<Response> Create(std::string_view path, std::string_view body);
   Result<Response> Call(std::string_view method, std::string_view path, std::string_view body,
-                        std::string_view content_type);
+                        std::string_view content_type,
+                        const std::vector<std::string>& extra_headers = {});
   // Turns a non-2xx answer into a Status with the API server's message.
   static Status ErrorOf(const Response& response, std::string_view what);
 
@@ -110,7 +113,7 @@ class KubeClient final : public KubeApi, public http::AccessReviewer {
   // Sets URL, TLS and authentication on a reset handle; `headers` receives the header list to
   // free after the transfer.
   Status Prepare(void* handle, const std::string& url, std::string_view content_type,
-                 void** headers);
+                 void** headers, const std::vector<std::string>& extra_headers = {});
 
   const KubeConfig config_;
   const ClientOptions options_;

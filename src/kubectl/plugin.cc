@@ -16,6 +16,7 @@
 #include "src/kube/kube_client.h"
 #include "src/kube/kube_config.h"
 #include "src/kubectl/cluster_view.h"
+#include "src/kubectl/gputopo_access.h"
 #include "src/kubectl/render.h"
 #include "src/service/scheduling_context.h"
 
@@ -31,8 +32,15 @@ struct Flags {
   std::string namespace_name;
   bool all_namespaces = false;
   std::string output;  // "", wide, json, yaml
-  std::string server;  // gputopo's admin listener
+  std::string token;   // bearer token for the API server and gputopo (overrides the kubeconfig's)
+  std::string server;  // gputopo's admin listener, straight
   bool server_insecure = false;
+  // Else gputopo's replicas through the API server's pods/proxy, unless no_gputopo.
+  bool no_gputopo = false;
+  std::string gputopo_namespace = "gputopo-system";
+  std::string gputopo_selector =
+      "app.kubernetes.io/name=gputopo,app.kubernetes.io/component=scheduler";
+  int gputopo_port = 0;  // 0: each pod's container port named "admin"
   std::string color = "auto";
   std::string preset = "default";
   int request_timeout_s = 10;
@@ -113,18 +121,40 @@ kube::ClientOptions ClientOptionsFor(const Flags& flags) {
   return options;
 }
 
-// A client of gputopo's admin listener at --server, with the kubeconfig's credentials (its
-// TokenReview authenticates them).
-Result<std::unique_ptr<kube::KubeClient>> GputopoClient(const Flags& flags,
-                                                        const kube::KubeConfig& api,
-                                                        const Clock& clock) {
-  kube::KubeConfig config;
-  config.server = flags.server;
-  while (!config.server.empty() && config.server.back() == '/') config.server.pop_back();
-  config.token = api.token;
-  config.token_file = api.token_file;
-  config.insecure_skip_tls_verify = flags.server_insecure;
-  return std::make_unique<kube::KubeClient>(config, ClientOptionsFor(flags), clock);
+// How to reach gputopo's admin listener: straight to --server, with the kubeconfig's token (its
+// TokenReview authenticates it); else through the API server's pods/proxy (gputopo_access.h);
+// null when neither is asked for.
+Result<std::unique_ptr<GputopoAccess>> AccessToGputopo(const Flags& flags,
+                                                       const kube::KubeConfig& api,
+                                                       kube::KubeClient& api_client,
+                                                       const Clock& clock) {
+  if (!flags.server.empty()) {
+    kube::KubeConfig config;
+    config.server = flags.server;
+    while (!config.server.empty() && config.server.back() == '/') config.server.pop_back();
+    config.token = api.token;
+    config.token_file = api.token_file;
+    config.insecure_skip_tls_verify = flags.server_insecure;
+    const std::string url = config.server;
+    return DirectAccess(url,
+                        std::make_unique<kube::KubeClient>(config, ClientOptionsFor(flags), clock));
+  }
+  if (flags.no_gputopo) return std::unique_ptr<GputopoAccess>();
+  Result<std::string> token = kube::CurrentToken(api);
+  if (!token.ok()) return token.status().WithContext("reading the kubeconfig's token");
+  return ProxiedAccess(api_client, flags.gputopo_namespace, flags.gputopo_selector,
+                       flags.gputopo_port, *token);
+}
+
+// The first answer that is a JSON object, else the first error (or the first answer).
+const GputopoAnswer* FirstJsonAnswer(const std::vector<GputopoAnswer>& answers) {
+  for (const GputopoAnswer& a : answers) {
+    if (a.body.ok() && json::parse(*a.body, nullptr, false).is_object()) return &a;
+  }
+  for (const GputopoAnswer& a : answers) {
+    if (!a.body.ok()) return &a;
+  }
+  return answers.empty() ? nullptr : &answers.front();
 }
 
 // "<where>: <what>" for each node where gputopo's /debug/nodes differs from `snapshot`.
@@ -162,7 +192,7 @@ std::vector<std::string> Differences(const policies::ClusterSnapshot& snapshot,
 }
 
 int Nodes(const Flags& flags, const std::vector<std::string>& names, ClusterView& view,
-          kube::KubeClient* gputopo, const Style& style, PluginEnvironment& env) {
+          GputopoAccess* gputopo, const Style& style, PluginEnvironment& env) {
   const auto snapshot = view.snapshot();
   std::vector<const policies::NodeState*> found;
   std::vector<std::string> missing;
@@ -201,11 +231,16 @@ int Nodes(const Flags& flags, const std::vector<std::string>& names, ClusterView
       env.out << NodeDetail(*found[i], ns, style);
     }
   }
-  if (gputopo != nullptr && !Structured(flags)) {
-    Result<std::string> body = gputopo->Get("/debug/nodes");
-    const json theirs = body.ok() ? json::parse(*body, nullptr, false) : json();
-    if (!body.ok()) {
-      Warn(env, "cannot compare with gputopo's view: " + body.status().message());
+  // Compared only when every node asked for was found: a failure stays its own lines.
+  if (gputopo != nullptr && !Structured(flags) && missing.empty()) {
+    const std::vector<GputopoAnswer> answers = gputopo->GetAll("/debug/nodes");
+    const GputopoAnswer* answer = FirstJsonAnswer(answers);
+    const std::string source = answer != nullptr ? answer->source : gputopo->Describe();
+    const json theirs = answer != nullptr && answer->body.ok()
+                            ? json::parse(*answer->body, nullptr, false)
+                            : json();
+    if (answer != nullptr && !answer->body.ok()) {
+      Warn(env, "cannot compare with gputopo's view: " + answer->body.status().message());
     } else if (!theirs.is_object()) {
       Warn(env, "cannot compare with gputopo's view: /debug/nodes is not JSON");
     } else {
@@ -218,9 +253,9 @@ int Nodes(const Flags& flags, const std::vector<std::string>& names, ClusterView
         });
       }
       if (diffs.empty()) {
-        env.out << "\ngputopo's view (" << flags.server << ") agrees.\n";
+        env.out << "\ngputopo's view (" << source << ") agrees.\n";
       } else {
-        env.out << "\n" << style.Warn("gputopo's view (" + flags.server + ") differs:") << "\n";
+        env.out << "\n" << style.Warn("gputopo's view (" + source + ") differs:") << "\n";
         for (const std::string& d : diffs) env.out << "  " << d << "\n";
       }
     }
@@ -244,7 +279,7 @@ int Topo(const Flags& flags, const std::string& name, ClusterView& view, const S
   return 0;
 }
 
-int Explain(const Flags& flags, std::string pod_arg, ClusterView& view, kube::KubeClient* gputopo,
+int Explain(const Flags& flags, std::string pod_arg, ClusterView& view, GputopoAccess* gputopo,
             const Style& style, PluginEnvironment& env) {
   if (pod_arg.rfind("pod/", 0) == 0) pod_arg = pod_arg.substr(4);
   if (pod_arg.rfind("pods/", 0) == 0) pod_arg = pod_arg.substr(5);
@@ -255,22 +290,49 @@ int Explain(const Flags& flags, std::string pod_arg, ClusterView& view, kube::Ku
     name = pod_arg.substr(slash + 1);
   }
   if (name.empty()) return Fail(env, "explain needs a pod name");
+  // Why gputopo's record is not shown; printed only once the answer computed here is ready, so
+  // that a failure below stays one line.
+  std::string gputopo_warning;
   if (gputopo != nullptr) {
-    Result<std::string> body = gputopo->Get("/debug/pods/" + ns + "/" + name);
-    if (body.ok()) {
-      const json record = json::parse(*body, nullptr, false);
-      if (record.is_object()) {
-        if (Structured(flags))
-          PrintDocument(env, flags, *body);
-        else
-          env.out << ExplainRecorded(record, style);
-        return 0;
+    // Every replica is asked; the record with the latest decision wins (after a leader change
+    // the former leader may hold the pod's filter and the new one its bind).
+    const std::vector<GputopoAnswer> answers = gputopo->GetAll("/debug/pods/" + ns + "/" + name);
+    const GputopoAnswer* best = nullptr;
+    std::string best_time;
+    const GputopoAnswer* failure = nullptr;
+    bool not_json = false;
+    for (const GputopoAnswer& a : answers) {
+      if (!a.body.ok()) {
+        if (a.body.status().code() != StatusCode::kNotFound && failure == nullptr) failure = &a;
+        continue;
       }
-      Warn(env, "gputopo's /debug/pods answer is not JSON; computing here");
-    } else if (body.status().code() == StatusCode::kNotFound) {
-      Warn(env, "gputopo has no recent decision for pod " + ns + "/" + name + "; computing here");
+      if (!json::parse(*a.body, nullptr, false).is_object()) {
+        not_json = true;
+        continue;
+      }
+      const std::string time = LatestRecordTime(*a.body);
+      if (best == nullptr || time > best_time) {
+        best = &a;
+        best_time = time;
+      }
+    }
+    if (best != nullptr) {
+      if (Structured(flags)) {
+        PrintDocument(env, flags, *best->body);
+      } else {
+        env.out << ExplainRecorded(json::parse(*best->body), style);
+        env.out << "\nRecorded by gputopo: " << best->source << "\n";
+      }
+      return 0;
+    }
+    if (failure != nullptr) {
+      gputopo_warning = "cannot reach gputopo (" + failure->source +
+                        "): " + failure->body.status().message() + "; computing here";
+    } else if (not_json) {
+      gputopo_warning = "gputopo's /debug/pods answer is not JSON; computing here";
     } else {
-      Warn(env, "cannot reach gputopo: " + body.status().message() + "; computing here");
+      gputopo_warning =
+          "gputopo has no recent decision for pod " + ns + "/" + name + "; computing here";
     }
   }
   std::optional<PodInfo> pod = view.FindPod(ns, name);
@@ -307,6 +369,7 @@ int Explain(const Flags& flags, std::string pod_arg, ClusterView& view, kube::Ku
     }
   }
   const std::string requirements = service::DescribeRequirements(*req);
+  if (!gputopo_warning.empty()) Warn(env, gputopo_warning);
   if (Structured(flags)) {
     ordered_json j;
     j["pod"] = pod->Key();
@@ -355,9 +418,24 @@ int RunPlugin(const std::vector<std::string>& args, PluginEnvironment& env) {
   cli.add_flag("-A,--all-namespaces", flags.all_namespaces, "every namespace");
   cli.add_option("-o,--output", flags.output, "output format: wide, json or yaml")
       ->check(CLI::IsMember({"", "wide", "json", "yaml"}));
+  cli.add_option("--token", flags.token,
+                 "bearer token for the API server and gputopo (default: the kubeconfig's)");
   cli.add_option("--server", flags.server,
-                 "gputopo's admin listener (e.g. https://127.0.0.1:8889 after kubectl "
-                 "port-forward -n gputopo-system deploy/gputopo 8889)");
+                 "gputopo's admin listener, reached straight (e.g. http://127.0.0.1:8889 after "
+                 "kubectl port-forward -n gputopo-system deploy/gputopo-scheduler 8889); "
+                 "default: gputopo's pods through the API server's pods/proxy");
+  cli.add_option("--gputopo-namespace", flags.gputopo_namespace,
+                 "namespace of gputopo's scheduler pods, reached through the API server")
+      ->capture_default_str()
+      ->check([](const std::string& ns) { return ns.empty() ? "must not be empty" : ""; });
+  cli.add_flag("--no-gputopo", flags.no_gputopo,
+               "do not reach gputopo: show only what is computed from the API server");
+  cli.add_option("--gputopo-selector", flags.gputopo_selector,
+                 "labels of gputopo's scheduler pods (key=value,...)")
+      ->capture_default_str();
+  cli.add_option("--gputopo-port", flags.gputopo_port,
+                 "gputopo's admin port on those pods (default: their container port named admin)")
+      ->check(CLI::Range(0, 65535));
   cli.add_flag("--server-insecure-skip-tls-verify", flags.server_insecure,
                "do not verify --server's certificate");
   cli.add_option("--color", flags.color, "auto, always or never")
@@ -398,25 +476,25 @@ int RunPlugin(const std::vector<std::string>& args, PluginEnvironment& env) {
                 (flags.color == "auto" && env.terminal && Var(env, "NO_COLOR").empty());
   Result<kube::KubeConfig> config = ApiConfig(flags, env);
   if (!config.ok()) return Fail(env, config.status().message());
+  if (!flags.token.empty()) {
+    config->token = flags.token;
+    config->token_file.clear();
+  }
   if (flags.namespace_name.empty())
     flags.namespace_name = config->namespace_name.empty() ? "default" : config->namespace_name;
 
   app::SystemClock clock;
   kube::KubeClient client(*config, ClientOptionsFor(flags), clock);
-  std::unique_ptr<kube::KubeClient> gputopo;
-  if (!flags.server.empty()) {
-    Result<std::unique_ptr<kube::KubeClient>> made = GputopoClient(flags, *config, clock);
-    if (!made.ok()) return Fail(env, made.status().message());
-    gputopo = std::move(made).value();
-  }
+  Result<std::unique_ptr<GputopoAccess>> gputopo = AccessToGputopo(flags, *config, client, clock);
+  if (!gputopo.ok()) return Fail(env, gputopo.status().message());
   Result<std::unique_ptr<ClusterView>> view = ClusterView::Create();
   if (!view.ok()) return Fail(env, view.status().message());
   if (Status s = (*view)->Load(client); !s.ok()) {
     return Fail(env, s.message() + " (API server " + config->server + ")");
   }
-  if (nodes->parsed()) return Nodes(flags, node_names, **view, gputopo.get(), style, env);
+  if (nodes->parsed()) return Nodes(flags, node_names, **view, gputopo->get(), style, env);
   if (topo->parsed()) return Topo(flags, topo_node, **view, style, env);
-  return Explain(flags, pod_name, **view, gputopo.get(), style, env);
+  return Explain(flags, pod_name, **view, gputopo->get(), style, env);
 }
 
 }  // namespace gputopo::kubectl

@@ -67,6 +67,22 @@ TEST_F(AdminAccessTest, MetricsAndDebugNeedATokenThatRbacAllows) {
   EXPECT_EQ(filter->status, 404);
 }
 
+// Through the API server's pods/proxy the caller's token arrives in X-Gputopo-Authorization (the
+// API server consumed Authorization): reviewed the same way, never taken on trust.
+TEST_F(AdminAccessTest, AProxiedTokenIsReviewedLikeAnAuthorizationHeader) {
+  const int admin = app_->admin_port();
+  auto get = [&](const std::string& header) {
+    httplib::Client client("127.0.0.1", admin);
+    client.set_read_timeout(120, 0);
+    auto res = client.Get("/debug/nodes", {{"X-Gputopo-Authorization", header}});
+    return res ? res->status : -1;
+  };
+  EXPECT_EQ(get("Bearer prometheus-token"), 200);
+  EXPECT_EQ(get("Bearer intruder-token"), 403);
+  EXPECT_EQ(get("Bearer forged-token"), 401);
+  EXPECT_EQ(get("prometheus-token"), 401) << "the same Bearer scheme as Authorization";
+}
+
 // A reviewer that counts its calls and fails on demand.
 class CountingReviewer : public http::AccessReviewer {
  public:

@@ -420,6 +420,82 @@ TEST_F(FakeApiServerTest, GetsOnePodOrAnswersNotFound) {
       "details":{"name":"x","kind":"pods"},"code":404})"));
 }
 
+// pods/proxy, as kube-apiserver's: to the pod's IP and port, Authorization consumed, other
+// headers and the query forwarded, the backend's answer as it is.
+TEST_F(FakeApiServerTest, ProxiesToAPodLikeTheRealServer) {
+  httplib::Server backend;
+  std::mutex mu;
+  httplib::Headers seen;
+  std::string seen_path;
+  std::string seen_limit;
+  backend.Get(R"(/debug/.*)", [&](const httplib::Request& req, httplib::Response& res) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      seen = req.headers;
+      seen_path = req.path;
+      seen_limit = req.get_param_value("limit");
+    }
+    res.status = 404;
+    res.set_content("gputopo: no record\n", "text/plain");
+  });
+  const int backend_port = backend.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(backend_port, 0);
+  std::thread serving([&] { backend.listen_after_bind(); });
+
+  json pod = MakePod("gputopo-system", "gputopo-0");
+  pod["spec"]["containers"][0]["ports"] = {{{"name", "admin"}, {"containerPort", backend_port}}};
+  pod["status"] = {{"phase", "Running"}, {"podIP", "127.0.0.1"}};
+  ASSERT_TRUE(server_.CreatePod(pod));
+  json no_ip = MakePod("gputopo-system", "pending");
+  ASSERT_TRUE(server_.CreatePod(no_ip));
+  server_.SetBearerToken("s3cret");
+
+  const std::string base = "/api/v1/namespaces/gputopo-system/pods/";
+  httplib::Headers headers = {{"X-Gputopo-Authorization", "Bearer user-token"}};
+  httplib::Result answer = Client("s3cret").Get(
+      base + "gputopo-0:" + std::to_string(backend_port) + "/proxy/debug/pods/ml/p?limit=3",
+      headers);
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->status, 404);
+  EXPECT_EQ(answer->body, "gputopo: no record\n");
+  EXPECT_EQ(answer->get_header_value("Content-Type"), "text/plain");
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(seen_path, "/debug/pods/ml/p");
+    EXPECT_EQ(seen_limit, "3");
+    EXPECT_EQ(seen.count("Authorization"), 0u) << "the API server consumes the caller's token";
+    auto forwarded = seen.find("X-Gputopo-Authorization");
+    ASSERT_NE(forwarded, seen.end());
+    EXPECT_EQ(forwarded->second, "Bearer user-token");
+    EXPECT_EQ(seen.count("X-Forwarded-For"), 1u);
+  }
+  // No port: the pod's first container port, as on the real server.
+  answer = Client("s3cret").Get(base + "gputopo-0/proxy/debug/x");
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->status, 404);
+  EXPECT_EQ(answer->body, "gputopo: no record\n");
+  // The caller is authenticated first.
+  answer = Client().Get(base + "gputopo-0/proxy/debug/x");
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->status, 401);
+  // A pod that is not there, one without an IP, and a backend that does not answer.
+  answer = Client("s3cret").Get(base + "ghost:80/proxy/");
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->status, 404);
+  EXPECT_EQ(Parse(answer)["message"], "pods \"ghost\" not found");
+  answer = Client("s3cret").Get(base + "pending:80/proxy/");
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->status, 400);
+  backend.stop();
+  serving.join();
+  answer = Client("s3cret").Get(base + "gputopo-0:" + std::to_string(backend_port) + "/proxy/");
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->status, 503);
+  EXPECT_EQ(Parse(answer)["reason"], "ServiceUnavailable");
+  EXPECT_EQ(Parse(answer)["message"].get<std::string>().rfind("error trying to reach service", 0),
+            0u);
+}
+
 TEST_F(FakeApiServerTest, UnknownPathsAre404AndUnservedMethods405) {
   httplib::Result unknown = Client().Get("/api/v1/secrets");
   ASSERT_TRUE(unknown);

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test/src/kube/live_app.h"
@@ -52,10 +53,13 @@ class PluginTest : public LiveAppTest {
     LiveAppTest::TearDown();
     std::filesystem::remove_all(dir_);
   }
-  void WriteKubeconfig(const std::string& server) {
+  // `token` empty: a user without one (as with client certificates).
+  void WriteKubeconfig(const std::string& server, const std::string& token = "secret") {
     std::ofstream(kubeconfig_) << "apiVersion: v1\nkind: Config\n"
                                << "clusters:\n- name: fake\n  cluster:\n    server: " << server
-                               << "\nusers:\n- name: u\n  user:\n    token: secret\n"
+                               << "\nusers:\n- name: u\n  user:\n"
+                               << (token.empty() ? "    username: u\n"
+                                                 : "    token: " + token + "\n")
                                << "contexts:\n- name: fake\n  context:\n    cluster: fake\n"
                                << "    user: u\n    namespace: ml\ncurrent-context: fake\n";
   }
@@ -115,7 +119,12 @@ TEST_F(PluginTest, NodesTableShowsEveryGpuNodeAndItsProblems) {
   AddCluster();
   Outcome o = Run({"nodes"});
   EXPECT_EQ(o.code, 0) << o.err;
-  EXPECT_EQ(o.err, "");
+  // No gputopo runs here: the table is computed, and a warning says what was looked for.
+  EXPECT_EQ(o.err,
+            "warning: cannot compare with gputopo's view: no running pod in namespace "
+            "gputopo-system matches "
+            "app.kubernetes.io/name=gputopo,app.kubernetes.io/component=scheduler\n");
+  EXPECT_EQ(Run({"--no-gputopo", "nodes"}).err, "") << "not looked for";
   ExpectGolden("nodes.txt", o.out);
   EXPECT_EQ(o.out.find("cpu-e"), std::string::npos) << "a node without GPUs is not listed";
   Outcome wide = Run({"nodes", "-o", "wide"});
@@ -185,12 +194,10 @@ TEST_F(PluginTest, ColourOnlyWhenAsked) {
   EXPECT_NE(Run({"--color=always", "nodes"}).out.find("\033[1m"), std::string::npos);
 }
 
-TEST_F(PluginTest, WithGputopoExplainShowsItsRecordAndNodesAreCompared) {
-  AddCluster();
-  app_ = StartApp(LiveOptions(std::chrono::seconds(30)));
-  ASSERT_NE(app_, nullptr);
-  httplib::Client extender("127.0.0.1", app_->port());
-  auto pod = server_.GetPodObject("ml", "pending-2");
+// gputopo's filter, prioritize and bind of ml/pending-2 onto hgx-b, as kube-scheduler calls them.
+void SchedulePending2(int extender_port, FakeApiServer& server) {
+  httplib::Client extender("127.0.0.1", extender_port);
+  auto pod = server.GetPodObject("ml", "pending-2");
   ASSERT_TRUE(pod);
   const json args = {{"Pod", *pod}, {"Nodes", nullptr}, {"NodeNames", {"dgx-a", "hgx-b"}}};
   ASSERT_TRUE(extender.Post("/filter", args.dump(), "application/json"));
@@ -202,6 +209,14 @@ TEST_F(PluginTest, WithGputopoExplainShowsItsRecordAndNodesAreCompared) {
   auto bound = extender.Post("/bind", bind.dump(), "application/json");
   ASSERT_TRUE(bound);
   ASSERT_EQ(json::parse(bound->body)["Error"], "") << bound->body;
+}
+
+TEST_F(PluginTest, WithGputopoExplainShowsItsRecordAndNodesAreCompared) {
+  AddCluster();
+  app_ = StartApp(LiveOptions(std::chrono::seconds(30)));
+  ASSERT_NE(app_, nullptr);
+  SchedulePending2(app_->port(), server_);
+  if (HasFatalFailure()) return;
 
   const std::string url = "http://127.0.0.1:" + std::to_string(app_->port());
   Outcome o = Run({"--server", url, "explain", "pending-2"});
@@ -220,6 +235,110 @@ TEST_F(PluginTest, WithGputopoExplainShowsItsRecordAndNodesAreCompared) {
   EXPECT_EQ(unknown.code, 0);
   EXPECT_NE(unknown.err.find("gputopo has no recent decision"), std::string::npos) << unknown.err;
   EXPECT_NE(unknown.out.find("Assigned GPUs:"), std::string::npos);
+}
+
+// A gputopo scheduler pod of the shipped Deployment, as the API server lists it: its
+// kube-scheduler container first (whose port the proxy would pick by default), the admin port
+// on the gputopo container.
+json SchedulerPod(const std::string& name, int admin_port, bool running = true) {
+  json pod = {
+      {"metadata",
+       {{"name", name},
+        {"namespace", "gputopo-system"},
+        {"labels",
+         {{"app.kubernetes.io/name", "gputopo"}, {"app.kubernetes.io/component", "scheduler"}}}}},
+      {"spec",
+       {{"containers",
+         {{{"name", "kube-scheduler"}, {"ports", {{{"name", "https"}, {"containerPort", 10259}}}}},
+          {{"name", "gputopo"},
+           {"ports", {{{"name", "admin"}, {"containerPort", admin_port}}}}}}}}}};
+  if (running) pod["status"] = {{"phase", "Running"}, {"podIP", "127.0.0.1"}};
+  return pod;
+}
+
+// Without --server, the plugin asks every gputopo replica through the API server's pods/proxy,
+// with the caller's token in X-Gputopo-Authorization, and shows the record of the one that has
+// it: the leader's, not the standby's.
+TEST_F(PluginTest, ExplainReachesGputopoThroughTheApiServersPodsProxy) {
+  AddCluster();
+  server_.AddTokenUser("secret", "alice");
+  server_.AllowNonResource("alice", "get", "/debug/*");
+  app::AppOptions options = LiveOptions(std::chrono::seconds(30));
+  options.server.admin_host = "127.0.0.1";
+  options.server.admin_port = 0;  // /debug behind TokenReview and SubjectAccessReview
+  app_ = StartApp(options);
+  ASSERT_NE(app_, nullptr);
+  SchedulePending2(app_->port(), server_);
+  if (HasFatalFailure()) return;
+
+  // The standby replica: its gputopo has no record of the pod (an admin listener that has seen
+  // no decision answers 404), and a view of the nodes that is not JSON.
+  httplib::Server standby;
+  standby.Get(R"(/debug/.*)", [](const httplib::Request&, httplib::Response& res) {
+    res.status = 404;
+    res.set_content("gputopo: no recent decision\n", "text/plain");
+  });
+  const int standby_port = standby.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(standby_port, 0);
+  std::thread serving([&] { standby.listen_after_bind(); });
+  ASSERT_TRUE(server_.CreatePod(SchedulerPod("gputopo-scheduler-a", standby_port)));
+  ASSERT_TRUE(server_.CreatePod(SchedulerPod("gputopo-scheduler-b", app_->admin_port())));
+  // Neither of these is asked: one is not Running, the other is not gputopo's.
+  ASSERT_TRUE(server_.CreatePod(SchedulerPod("gputopo-scheduler-c", 1, false)));
+  json other = SchedulerPod("prometheus-0", 1);
+  other["metadata"]["labels"]["app.kubernetes.io/name"] = "prometheus";
+  ASSERT_TRUE(server_.CreatePod(other));
+
+  Outcome o = Run({"explain", "pending-2"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(o.err, "");
+  EXPECT_NE(o.out.find("Filter at"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("to hgx-b"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("Recorded by gputopo: pod gputopo-system/gputopo-scheduler-b"),
+            std::string::npos)
+      << o.out;
+  const std::string proxy_b = "/api/v1/namespaces/gputopo-system/pods/gputopo-scheduler-b:" +
+                              std::to_string(app_->admin_port()) + "/proxy/debug/pods/ml/pending-2";
+  EXPECT_EQ(server_.RequestCount("GET", proxy_b), 1u);
+  for (const auto& r : server_.Requests()) {
+    EXPECT_EQ(r.path.find("gputopo-scheduler-c"), std::string::npos) << r.path;
+    EXPECT_EQ(r.path.find("prometheus-0"), std::string::npos) << r.path;
+  }
+  // `nodes` compares with the replica whose view is JSON.
+  ASSERT_TRUE(WaitFor([&] {
+    return Run({"nodes"}).out.find(
+               "gputopo's view (pod gputopo-system/gputopo-scheduler-b) "
+               "agrees") != std::string::npos;
+  })) << Run({"nodes"}).out;
+
+  // A kubeconfig without a token (client certificates): the proxy forwards nothing gputopo can
+  // review, so the record is refused (401); the answer is computed here, and the warning says
+  // what to do. --token fixes it.
+  WriteKubeconfig(server_.base_url(), "");
+  Outcome anonymous = Run({"explain", "pending-2"});
+  EXPECT_EQ(anonymous.code, 0) << anonymous.err;
+  EXPECT_NE(anonymous.err.find("HTTP 401"), std::string::npos) << anonymous.err;
+  EXPECT_NE(anonymous.err.find("pass --token"), std::string::npos) << anonymous.err;
+  EXPECT_EQ(std::count(anonymous.err.begin(), anonymous.err.end(), '\n'), 1) << anonymous.err;
+  EXPECT_NE(anonymous.out.find("Assigned GPUs:"), std::string::npos) << anonymous.out;
+  EXPECT_EQ(anonymous.out.find("Recorded by"), std::string::npos);
+  Outcome with_token = Run({"--token", "secret", "explain", "pending-2"});
+  EXPECT_EQ(with_token.code, 0) << with_token.err;
+  EXPECT_NE(with_token.out.find("Recorded by gputopo"), std::string::npos) << with_token.out;
+  // A token RBAC does not allow /debug for: gputopo's 403 in the warning, then the computed
+  // answer.
+  server_.AddTokenUser("bob-token", "bob");
+  Outcome bob = Run({"--token", "bob-token", "explain", "pending-2"});
+  EXPECT_EQ(bob.code, 0) << bob.err;
+  EXPECT_NE(bob.err.find("HTTP 403"), std::string::npos) << bob.err;
+  // A pod that does not exist: one error line, no warning before it.
+  WriteKubeconfig(server_.base_url());
+  Outcome ghost = Run({"explain", "ghost"});
+  EXPECT_EQ(ghost.code, 1);
+  EXPECT_EQ(ghost.err, "error: pods \"ghost\" not found in namespace ml\n");
+
+  standby.stop();
+  serving.join();
 }
 
 // Every failure: exit code 1 and exactly one line, starting "error: ".

@@ -41,6 +41,11 @@
 //   annotations into the pod's, upserts the PodScheduled condition and answers 201 with a
 //   Success Status.
 // - Event creation (generateName or a name; a taken name is 409 AlreadyExists).
+// - pods/proxy (GET): to the pod's status.podIP and the port in the name (else its first
+//   container port); the Authorization header is consumed, the other end-to-end headers and the
+//   query are forwarded with X-Forwarded-For; an unreachable backend is a 503 "error trying to
+//   reach service: ..." (proxy.cc, which also lists its simplifications: loopback pod IPs
+//   allowed, plain http only).
 // - TokenReview and SubjectAccessReview creation (what delegated authentication and authorization
 //   send): 201 with the review and its status; tokens and non-resource rules set by the test.
 // - Status bodies for errors; 401 for a missing/wrong bearer token; 404 "the server could not find

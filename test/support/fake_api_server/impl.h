@@ -10,6 +10,7 @@
 //   patch.cc         JSON merge patch of pods and nodes
 //   binding.cc       pods/binding
 //   events.cc        Event creation
+//   proxy.cc         pods/proxy to a pod's IP
 // The contract (what is faithful to kube-apiserver, what is simplified or not implemented) is at
 // the top of fake_api_server.cc.
 //
@@ -132,6 +133,9 @@ class FakeApiServer::Impl {
             const std::string& name);
   void UpsertPodScheduled(json& pod);  // caller holds mu_
   void CreateEvent(const httplib::Request& req, httplib::Response& res, const std::string& ns);
+  // pods/{target}/proxy (proxy.cc); `target` is "[scheme:]name[:port]".
+  void ProxyToPod(const httplib::Request& req, httplib::Response& res, const std::string& ns,
+                  const std::string& target);
 
   // --- Store helpers (store.cc); the caller holds mu_ ---
   void BumpResourceVersion();

@@ -159,6 +159,7 @@ void FakeApiServer::Impl::Route(const httplib::Request& req, httplib::Response& 
       if (method == "PATCH") return PatchObject(req, res, Resource::kPods, ns, s[5]);
       return Reply(res, fake_api::MethodNotAllowed());
     }
+    if (s.size() >= 7 && s[6] == "proxy") return ProxyToPod(req, res, ns, s[5]);
     if (s.size() == 7 && s[6] == "binding") {
       if (method != "POST") return Reply(res, fake_api::MethodNotAllowed());
       return Bind(req, res, ns, s[5]);
