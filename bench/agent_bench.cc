@@ -186,9 +186,10 @@ DiscoveryResult MeasureDiscovery(const std::string& library, const std::filesyst
 
 struct AdmissionResult {
   std::vector<double> admit_ms;
-  int steered = 0;   // admissions that got exactly the assigned GPUs
-  int failed = 0;    // AdmitPod errors
-  size_t lists = 0;  // pod LISTs the source made during the timed admissions (kWatched)
+  int steered = 0;              // admissions that got exactly the assigned GPUs
+  int failed = 0;               // AdmitPod errors
+  size_t lists = 0;             // pod LISTs the source made during the timed admissions (kWatched)
+  int pod_resources_calls = 0;  // kubelet's PodResources List during the timed admissions
   std::string error;
 };
 
@@ -257,9 +258,11 @@ std::string GpuOf(const std::string& device_id) {
 // starts one GPU further every round; the pods of a round stay bound and allocated until it ends,
 // then they are removed (kubelet frees their replicas). `background` more pods are bound
 // throughout: up to 16 gputopo pods holding two replicas of every GPU (PodResources lists them),
-// the rest without GPUs (two containers each, from the default scheduler).
+// the rest without GPUs (two containers each, from the default scheduler). `ask_kubelet`: the
+// plugin asks PodResources at every admission, as it did before it kept the answer
+// (pod_resources_view.h): the view is invalidated before each one.
 AdmissionResult MeasureAdmissions(const MachineTopology& topology, int admissions, int background,
-                                  PodsFrom from) {
+                                  PodsFrom from, bool ask_kubelet = false) {
   const bool from_api = from != PodsFrom::kMemory;
   AdmissionResult result;
   constexpr int kReplicas = 4;
@@ -338,6 +341,7 @@ AdmissionResult MeasureAdmissions(const MachineTopology& topology, int admission
     bind(pod, requests);
   }
   size_t lists_before = 0;
+  int pod_resources_before = 0;
   // kubelet learns of a pod bound to its node from its own watch (fieldSelector spec.nodeName,
   // as this one), and admits it after that: with the API server, each admission starts once
   // this stand-in for kubelet's watch has the pod. It races the plugin's cache fairly.
@@ -361,7 +365,10 @@ AdmissionResult MeasureAdmissions(const MachineTopology& topology, int admission
       (admissions + static_cast<int>(shapes.size()) - 1) / static_cast<int>(shapes.size());
   int serial = 0;
   for (int round = 0; round <= rounds; ++round) {  // round 0 warms up, unmeasured
-    if (round == 1) lists_before = api.RequestCount("GET", "/api/v1/pods");
+    if (round == 1) {
+      lists_before = api.RequestCount("GET", "/api/v1/pods");
+      pod_resources_before = kubelet.pod_resources_list_calls();
+    }
     int cursor = round % gpus;
     std::vector<std::string> names;
     for (const int size : shapes) {
@@ -387,6 +394,7 @@ AdmissionResult MeasureAdmissions(const MachineTopology& topology, int admission
       const uint64_t seen = from_api ? kubelet_watch.changes() : 0;
       bind(pod, {size});
       if (from_api) (void)kubelet_watch.WaitForChanges(seen + 1);
+      if (ask_kubelet) plugin.pod_resources_view().Invalidate();
       const auto t0 = Clock::now();
       Result<testing::FakeKubelet::PodAllocation> got = kubelet.AdmitPod(admitted, resource);
       const auto t1 = Clock::now();
@@ -414,6 +422,7 @@ AdmissionResult MeasureAdmissions(const MachineTopology& topology, int admission
   if (from == PodsFrom::kWatched) {
     result.lists = api.RequestCount("GET", "/api/v1/pods") - lists_before;
   }
+  result.pod_resources_calls = kubelet.pod_resources_list_calls() - pod_resources_before;
   plugin.Stop();
   watched_pods.Stop();
   kubelet_watch.Stop();
@@ -723,32 +732,48 @@ int Main(int argc, char** argv) {
     }
   }
 
-  // 2. Admissions through the device plugin, in process.
+  // 2. Admissions through the device plugin, in process. The watched cache (enforce mode) also
+  // with PodResources asked at every admission, as before the plugin kept kubelet's answer, side
+  // by side (alternating, so that the machine's drift hits both alike).
+  struct AdmissionCase {
+    PodsFrom from;
+    int background;
+    bool ask_kubelet;
+  };
+  std::vector<AdmissionCase> cases;
   for (const PodsFrom from : {PodsFrom::kMemory, PodsFrom::kListed, PodsFrom::kWatched}) {
     for (const int background : {0, 100}) {
-      if (!dgx1) break;
-      const AdmissionResult a = MeasureAdmissions(*dgx1, admissions, background, from);
-      if (!a.error.empty()) {
-        std::cerr << "admissions: " << a.error << "\n";
-        all_ran = false;
-        continue;
-      }
-      const std::string what =
-          std::string("admission (GetPreferredAllocation + Allocate), DGX-1 x4, pods ") +
-          (from == PodsFrom::kListed    ? "listed from the API server"
-           : from == PodsFrom::kWatched ? "from the watched cache (enforce mode)"
-                                        : "from memory") +
-          ", " +
-          (background == 0 ? std::string("only those being admitted bound")
-                           : std::to_string(background) + " more bound");
-      row(what, 8, a.admit_ms,
-          std::to_string(a.steered) + "/" + std::to_string(a.admit_ms.size()) + " steered" +
-              (a.failed ? ", " + std::to_string(a.failed) + " failed" : "") +
-              (from == PodsFrom::kWatched
-                   ? ", " + std::to_string(a.lists) + " live lists (cache not there yet)"
-                   : ""));
-      if (a.failed > 0) all_ran = false;
+      if (from == PodsFrom::kWatched) cases.push_back({from, background, true});
+      cases.push_back({from, background, false});
     }
+  }
+  for (const AdmissionCase& c : cases) {
+    const PodsFrom from = c.from;
+    const int background = c.background;
+    if (!dgx1) break;
+    const AdmissionResult a = MeasureAdmissions(*dgx1, admissions, background, from, c.ask_kubelet);
+    if (!a.error.empty()) {
+      std::cerr << "admissions: " << a.error << "\n";
+      all_ran = false;
+      continue;
+    }
+    const std::string what =
+        std::string("admission (GetPreferredAllocation + Allocate), DGX-1 x4, pods ") +
+        (from == PodsFrom::kListed    ? "listed from the API server"
+         : from == PodsFrom::kWatched ? "from the watched cache (enforce mode)"
+                                      : "from memory") +
+        ", " +
+        (background == 0 ? std::string("only those being admitted bound")
+                         : std::to_string(background) + " more bound") +
+        (c.ask_kubelet ? ", PodResources asked at each admission (before)" : "");
+    row(what, 8, a.admit_ms,
+        std::to_string(a.steered) + "/" + std::to_string(a.admit_ms.size()) + " steered" +
+            (a.failed ? ", " + std::to_string(a.failed) + " failed" : "") +
+            (from == PodsFrom::kWatched
+                 ? ", " + std::to_string(a.lists) + " live lists (cache not there yet)"
+                 : "") +
+            ", " + std::to_string(a.pod_resources_calls) + " PodResources calls");
+    if (a.failed > 0) all_ran = false;
   }
 
   // 3 and 4. The real agent, observe mode then enforce mode.

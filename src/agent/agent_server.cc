@@ -162,8 +162,10 @@ Status AgentServer::Start() {
   observe.node_name = s.options.node_name;
   observe.resource_name = s.options.resource_name;
   observe.period = s.options.period;
-  s.observer = std::make_unique<Observer>(observe, s.kube, s.pod_resources, std::move(topology),
-                                          s.clock, s.metrics);
+  // In enforce mode the plugin's admissions read PodResources from the observer's polls.
+  s.observer = std::make_unique<Observer>(
+      observe, s.kube, s.pod_resources, std::move(topology), s.clock, s.metrics,
+      s.enforce != nullptr ? s.enforce->pod_resources_view() : nullptr);
 
   http::HttpServerOptions http;
   http.host = s.options.listen_host;

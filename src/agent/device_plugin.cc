@@ -161,6 +161,7 @@ class DevicePlugin::Impl {
 
   std::string socket_path() const { return socket_path_; }
   bool registered() const { return registered_.load(); }
+  PodResourcesView& pod_resources_view() { return pod_resources_view_; }
   int registrations() const { return registrations_.load(); }
   std::string last_register_error() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -249,6 +250,10 @@ class DevicePlugin::Impl {
         if (allocated_.size() >= kAllocatedKept) allocated_.pop_front();
         allocated_.push_back(pending->second);
         pending_.erase(pending);
+      } else {
+        // Devices for a container the plugin cannot name: only kubelet knows which one holds
+        // them now, so admissions ask it again (pod_resources_view.h).
+        pod_resources_view_.Invalidate();
       }
     }
     return grpc::Status::OK;
@@ -349,7 +354,11 @@ class DevicePlugin::Impl {
     dp::Empty ignored;
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + options_.register_deadline);
+    // Until kubelet has switched to this endpoint, another plugin (an earlier agent) may still
+    // allocate: PodResources answers asked for before then may miss that (pod_resources_view.h).
+    pod_resources_view_.Invalidate();
     const grpc::Status status = stub->Register(&context, request, &ignored);
+    pod_resources_view_.Invalidate();
     std::lock_guard<std::mutex> lock(mu_);
     if (!status.ok()) {
       last_register_error_ =
@@ -374,25 +383,47 @@ class DevicePlugin::Impl {
     }
   }
 
+  // kubelet's PodResources List now, kept in the shared view; null (and a note) when it fails or
+  // there is no client.
+  PodResourcesView::Answer AskPodResources(AdmissionRecord& record, std::string& notes) {
+    if (pod_resources_ == nullptr) return nullptr;
+    record.asked_pod_resources = true;
+    const uint64_t ticket = pod_resources_view_.Begin();
+    Result<std::vector<PodDeviceIds>> answer = pod_resources_->List(options_.resource_name);
+    if (!answer.ok()) {
+      notes = "; PodResources: " + answer.status().ToString();
+      return nullptr;
+    }
+    pod_resources_view_.Finish(ticket, *answer);
+    return std::make_shared<const std::vector<PodDeviceIds>>(std::move(answer).value());
+  }
+
+  // The containers kubelet's answer (may be null) lists, then the plugin's own record.
+  static std::vector<AllocatedContainer> Holders(const std::vector<PodDeviceIds>* listed,
+                                                 const std::vector<AllocatedContainer>& own) {
+    std::vector<AllocatedContainer> allocated;
+    if (listed != nullptr) {
+      for (const PodDeviceIds& pod : *listed) {
+        for (const ContainerDeviceIds& c : pod.containers) {
+          allocated.push_back({pod.namespace_name, pod.name, "", c.container});
+        }
+      }
+    }
+    allocated.insert(allocated.end(), own.begin(), own.end());
+    return allocated;
+  }
+
   std::vector<std::string> Decide(const PreferredRequest& request) {
     AdmissionRecord record;
     record.request = request;
     const uint64_t seen = pods_.changes();
     Result<std::vector<BoundPod>> pods = pods_.CurrentPods();
-    std::vector<AllocatedContainer> allocated;
+    // Containers that hold devices: kubelet's PodResources answer (the shared one when it can
+    // stand in for a call now, pod_resources_view.h; else asked now) and the plugin's own record.
     std::string notes;
-    if (pod_resources_ != nullptr) {
-      Result<std::vector<PodDeviceIds>> listed = pod_resources_->List(options_.resource_name);
-      if (listed.ok()) {
-        for (const PodDeviceIds& pod : *listed) {
-          for (const ContainerDeviceIds& c : pod.containers) {
-            allocated.push_back({pod.namespace_name, pod.name, "", c.container});
-          }
-        }
-      } else {
-        notes = "; PodResources: " + listed.status().ToString();
-      }
-    }
+    PodResourcesView::Answer holding = pod_resources_view_.Current();
+    if (holding == nullptr) holding = AskPodResources(record, notes);
+    std::vector<AllocatedContainer> own;
     std::shared_ptr<const MachineTopology> topology;
     std::shared_ptr<const topology::TopologyShape> shape;
     {
@@ -406,9 +437,19 @@ class DevicePlugin::Impl {
         std::erase_if(allocated_,
                       [&](const AllocatedContainer& a) { return !uids.contains(a.uid); });
       }
-      allocated.insert(allocated.end(), allocated_.begin(), allocated_.end());
+      own.assign(allocated_.begin(), allocated_.end());
     }
+    std::vector<AllocatedContainer> allocated = Holders(holding.get(), own);
     if (pods.ok()) {
+      record.identification =
+          IdentifyAdmission(*pods, allocated, request, *topology, options_.trusted_schedulers);
+    }
+    if (!record.identification.steered() && pods.ok() && !record.asked_pod_resources &&
+        pod_resources_ != nullptr) {
+      // The shared answer may list a container of a pod deleted since and created again under
+      // the same name: kubelet's answer now decides.
+      holding = AskPodResources(record, notes);
+      allocated = Holders(holding.get(), own);
       record.identification =
           IdentifyAdmission(*pods, allocated, request, *topology, options_.trusted_schedulers);
     }
@@ -474,6 +515,7 @@ class DevicePlugin::Impl {
   const std::string kubelet_socket_;
   PodSource& pods_;
   PodResourcesClient* const pod_resources_;
+  PodResourcesView pod_resources_view_;  // thread-safe on its own
   // By kAdmissionResultLabels' order; null without a registry.
   std::array<observability::Counter*, kAdmissionResultLabels.size()> admissions_by_result_{};
 
@@ -518,6 +560,7 @@ std::string DevicePlugin::socket_path() const { return impl_->socket_path(); }
 bool DevicePlugin::registered() const { return impl_->registered(); }
 int DevicePlugin::registrations() const { return impl_->registrations(); }
 std::string DevicePlugin::last_register_error() const { return impl_->last_register_error(); }
+PodResourcesView& DevicePlugin::pod_resources_view() { return impl_->pod_resources_view(); }
 std::vector<AdmissionRecord> DevicePlugin::Admissions() const { return impl_->Admissions(); }
 
 }  // namespace gputopo::agent

@@ -11,7 +11,10 @@
 //   assigned to its pod (pod_identification.h), identified among PodSource's pods, excluding
 //   containers PodResources lists and containers this plugin allocated; when steering does not
 //   apply, its own topology-aware choice (ChooseFallback). It never fails for that. It takes no
-//   node-wide lock and waits for nothing but the two reads.
+//   node-wide lock and waits for nothing but the two reads. PodResources is read from the
+//   answer the observer polls once a second (pod_resources_view(), pod_resources_view.h) when
+//   that can stand in for a call now; kubelet is asked at the admission only when it cannot,
+//   or when no pod could be steered with it.
 // - Allocate answers NVIDIA_VISIBLE_DEVICES with the physical UUIDs (deduplicated, in request
 //   order), as NVIDIA's plugin does, and records which container got the devices when they are
 //   the ones GetPreferredAllocation steered.
@@ -35,6 +38,7 @@
 #include "gputopo/status.h"
 #include "src/agent/pod_identification.h"
 #include "src/agent/pod_resources_client.h"
+#include "src/agent/pod_resources_view.h"
 #include "src/observability/metrics.h"
 
 namespace gputopo::agent {
@@ -75,8 +79,9 @@ struct DevicePluginOptions {
 // One GetPreferredAllocation container request, as decided.
 struct AdmissionRecord {
   PreferredRequest request;
-  Identification identification;    // steered, or why not
-  std::vector<std::string> answer;  // the device IDs returned
+  Identification identification;     // steered, or why not
+  std::vector<std::string> answer;   // the device IDs returned
+  bool asked_pod_resources = false;  // kubelet's PodResources was called during the admission
 };
 
 class DevicePlugin {
@@ -113,6 +118,9 @@ class DevicePlugin {
   int registrations() const;  // successful Register calls
   std::string last_register_error() const;
   std::vector<AdmissionRecord> Admissions() const;  // the latest ones, oldest first (bounded)
+  // Where PodResources answers polled by others (the observer) go; the plugin's own calls
+  // update it too.
+  PodResourcesView& pod_resources_view();
 
  private:
   class Impl;

@@ -100,6 +100,10 @@ void EnforceMode::Stop() {
   impl_->pods.Stop();
 }
 
+PodResourcesView* EnforceMode::pod_resources_view() {
+  return impl_->started ? &impl_->plugin->pod_resources_view() : nullptr;
+}
+
 const std::string& EnforceMode::advertised_resource() const {
   return impl_->sharing.advertised_resource;
 }

@@ -16,6 +16,7 @@
 
 #include "gputopo/machine_topology.h"
 #include "gputopo/status.h"
+#include "src/agent/pod_resources_view.h"
 #include "src/agent/time_slicing_config.h"
 #include "src/kube/kube_client.h"
 #include "src/observability/metrics.h"
@@ -61,6 +62,9 @@ class EnforceMode {
   // The resource registered with kubelet: --resource-name, or the config's rename of it. Pods
   // request it, and PodResources lists it.
   const std::string& advertised_resource() const;
+  // Where the observer's PodResources answers go, for the plugin's admissions
+  // (pod_resources_view.h); null before Start() succeeded. Lives as long as the EnforceMode.
+  PodResourcesView* pod_resources_view();
 
  private:
   struct Impl;

@@ -13,10 +13,11 @@ namespace gputopo::agent {
 
 Observer::Observer(ObserverOptions options, kube::KubeClient& kube,
                    PodResourcesClient& pod_resources, MachineTopology topology, const Clock& clock,
-                   observability::MetricsRegistry& metrics)
+                   observability::MetricsRegistry& metrics, PodResourcesView* share)
     : options_(std::move(options)),
       kube_(kube),
       pod_resources_(pod_resources),
+      share_(share),
       topology_(std::move(topology)),
       clock_(clock),
       polls_(metrics.RegisterCounter("gputopo_agent_observe_passes_total",
@@ -64,7 +65,9 @@ Result<std::vector<PodInfo>> Observer::PodsOnNode() {
 ObserverPass Observer::RunOnce() {
   ObserverPass pass;
   passes_.fetch_add(1);
+  const uint64_t ticket = share_ != nullptr ? share_->Begin() : 0;
   Result<std::vector<PodDeviceIds>> devices = pod_resources_.List(options_.resource_name);
+  if (share_ != nullptr && devices.ok()) share_->Finish(ticket, *devices);
   const auto now = clock_.MonotonicNow();
   const bool unchanged =
       devices.ok() && settled_ && *settled_ == *devices && now - settled_at_ < options_.resync;

@@ -8,7 +8,9 @@
 // pod's uid, so a re-created pod of the same name is never annotated with its predecessor's
 // GPUs). So the API server sees one list per node per `resync` when nothing moves, not one per
 // second. A failed pass or write is simply done again at the next pass: nothing is lost.
-// Passes run at most once per `period`, so PodResources is asked at most once per period.
+// Passes run at most once per `period`, so PodResources is asked at most once per period. Each
+// answer also goes to the PodResourcesView given (enforce mode's device plugin reads it there
+// instead of asking kubelet at each admission).
 //
 // Ready (for /readyz) once a pass has succeeded, and while the latest one did: both the API
 // server and PodResources answered.
@@ -33,6 +35,7 @@
 #include "gputopo/mutex.h"
 #include "gputopo/status.h"
 #include "src/agent/pod_resources_client.h"
+#include "src/agent/pod_resources_view.h"
 #include "src/kube/kube_client.h"
 #include "src/observability/metrics.h"
 
@@ -61,10 +64,12 @@ struct ObserverPass {
 
 class Observer {
  public:
-  // `kube`, `pod_resources`, `clock` and `metrics` must outlive the observer. `topology` is this
-  // node's discovered topology (index device IDs map through it; it may be empty).
+  // `kube`, `pod_resources`, `clock`, `metrics` and `share` (may be null) must outlive the
+  // observer. `topology` is this node's discovered topology (index device IDs map through it; it
+  // may be empty).
   Observer(ObserverOptions options, kube::KubeClient& kube, PodResourcesClient& pod_resources,
-           MachineTopology topology, const Clock& clock, observability::MetricsRegistry& metrics);
+           MachineTopology topology, const Clock& clock, observability::MetricsRegistry& metrics,
+           PodResourcesView* share = nullptr);
   ~Observer();  // Stop()s
   Observer(const Observer&) = delete;
   Observer& operator=(const Observer&) = delete;
@@ -86,6 +91,7 @@ class Observer {
   const ObserverOptions options_;
   kube::KubeClient& kube_;
   PodResourcesClient& pod_resources_;
+  PodResourcesView* const share_;
   const MachineTopology topology_;
   const Clock& clock_;
   observability::CounterFamily& polls_;

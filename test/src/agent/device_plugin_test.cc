@@ -49,6 +49,10 @@ class FakePodSource final : public PodSource {
     std::lock_guard<std::mutex> lock(mu_);
     pods_.push_back(std::move(pod));
   }
+  void Remove(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::erase_if(pods_, [&](const BoundPod& p) { return p.name == name; });
+  }
   void OnRead(std::function<void(std::vector<BoundPod>&)> hook) {
     std::lock_guard<std::mutex> lock(mu_);
     on_read_ = std::move(hook);
@@ -234,6 +238,63 @@ TEST_F(DevicePluginTest, ACachedSourceListsLiveOnlyWhenItsPodsGiveNoSteering) {
   ASSERT_EQ(admissions.size(), 2u);
   EXPECT_EQ(admissions[1].identification.pod_name, "late");
   EXPECT_TRUE(admissions[1].identification.steered());
+}
+
+// kubelet's PodResources is asked at the first admission; later ones read that answer (kept in
+// the shared view) with the plugin's own record of what it steered, and make no call while
+// kubelet waits. An allocation the plugin cannot attribute, and an answer naming a pod that was
+// deleted and created again under the same name, make it ask kubelet again.
+TEST_F(DevicePluginTest, AdmissionsReadPodResourcesFromTheSharedAnswer) {
+  auto plugin = StartPlugin(2);
+  const BoundPod a = Bound("a", "GPU-d0", 1);
+  const BoundPod b = Bound("b", "GPU-d1", 1, kT0 + seconds(1));
+  const BoundPod c = Bound("c", "GPU-d2", 1, kT0 + seconds(2));
+  pods_.Add(a);
+  pods_.Add(b);
+  pods_.Add(c);
+  for (const BoundPod& pod : {a, b, c}) Admit(pod);
+  std::vector<AdmissionRecord> admissions = plugin->Admissions();
+  ASSERT_EQ(admissions.size(), 3u);
+  EXPECT_TRUE(admissions[0].asked_pod_resources);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(admissions[i].identification.steered()) << i;
+    EXPECT_EQ(admissions[i].identification.pod_name, std::string(1, static_cast<char>('a' + i)));
+  }
+  EXPECT_FALSE(admissions[1].asked_pod_resources);
+  EXPECT_FALSE(admissions[2].asked_pod_resources);
+  EXPECT_EQ(kubelet_.pod_resources_list_calls(), 1);
+
+  // Another scheduler's pod: not steered (kubelet is asked once more, in case the answer was
+  // stale), and its Allocate names no container the plugin knows, so the answer it kept is of
+  // no use any more: the next admission asks kubelet, which lists `other`.
+  BoundPod other = Bound("other", "", 1, kT0 + seconds(3));
+  other.scheduler_name = "default-scheduler";
+  pods_.Add(other);
+  Admit(other);
+  EXPECT_EQ(kubelet_.pod_resources_list_calls(), 2);
+  const BoundPod d = Bound("d", "GPU-d3", 1, kT0 + seconds(4));
+  pods_.Add(d);
+  Admit(d);
+  admissions = plugin->Admissions();
+  EXPECT_TRUE(admissions.back().identification.steered());
+  EXPECT_TRUE(admissions.back().asked_pod_resources);
+  EXPECT_EQ(kubelet_.pod_resources_list_calls(), 3);
+
+  // `a` deleted and created again under its name (a StatefulSet's pod), before any new answer:
+  // the kept answer still lists default/a's container, so no pod qualifies with it, and
+  // kubelet's answer now decides.
+  ASSERT_TRUE(kubelet_.RemovePod("default", "a"));
+  pods_.Remove("a");
+  BoundPod again = Bound("a", "GPU-d4", 1, kT0 + seconds(9));
+  again.uid = "uid-a-again";
+  pods_.Add(again);
+  FakeKubelet::PodAllocation allocation = Admit(again);
+  ASSERT_EQ(allocation.containers.size(), 1u);
+  EXPECT_THAT(allocation.containers[0].device_ids, ElementsAre(testing::Dgx1Replica(4, 0)));
+  admissions = plugin->Admissions();
+  EXPECT_TRUE(admissions.back().identification.steered());
+  EXPECT_EQ(admissions.back().identification.pod_uid, "uid-a-again");
+  EXPECT_TRUE(admissions.back().asked_pod_resources);
 }
 
 TEST_F(DevicePluginTest, TwoPodsBoundInTheSameSecond) {

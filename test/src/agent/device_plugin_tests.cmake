@@ -17,12 +17,14 @@ target_compile_definitions(device_plugin_tests PRIVATE
   GPUTOPO_FAKE_NVML="$<TARGET_FILE:gputopo_fake_nvml>")
 
 # The node's pods from the API server (a live list, and the watched cache with its own thread)
-# against the fake API server: no gRPC, so these run under TSan too (label kube). The gRPC tests
+# against the fake API server, and the PodResources answer the observer shares with admissions:
+# no gRPC, so these run under TSan too (label kube). The gRPC tests
 # above cannot: Debian's gRPC is built without TSan and synchronises through its own atomics and
 # futexes, which TSan does not see, so every RPC's hand-over between threads reads as a race.
 gputopo_add_test(pod_source_tests
   SOURCES
     kube_pod_source_test.cc
+    pod_resources_view_test.cc
     watched_pod_source_test.cc
   LIBS gputopo_agent_plugin gputopo_fake_api_server
   LABELS kube)

@@ -142,6 +142,30 @@ TEST_F(ObserverTest, WritesWhatKubeletReallyGaveAndOnlyWhenItChanges) {
   EXPECT_NE(metrics.find("gputopo_agent_ready 1"), std::string::npos) << metrics;
 }
 
+// Each answer also goes to the shared view, where enforce mode's admissions read it; an answer
+// that failed leaves the one before.
+TEST_F(ObserverTest, SharesEachPodResourcesAnswer) {
+  PodResourcesView view;
+  ObserverOptions options;
+  options.node_name = "n1";
+  Observer sharing(options, *kube_, *pod_resources_, TwoGpus(), clock_, metrics_, &view);
+  BindAndAdmit("p1", 1, "GPU-a");
+  EXPECT_EQ(view.Current(), nullptr);
+  sharing.RunOnce();
+  PodResourcesView::Answer answer = view.Current();
+  ASSERT_NE(answer, nullptr);
+  ASSERT_EQ(answer->size(), 1u);
+  EXPECT_EQ((*answer)[0].name, "p1");
+  BindAndAdmit("p2", 1, "GPU-a");
+  sharing.RunOnce();  // unchanged pods are not listed again, but the answer is shared
+  ASSERT_NE(view.Current(), nullptr);
+  EXPECT_EQ(view.Current()->size(), 2u);
+  ASSERT_TRUE(kubelet_.SetPodResourcesUnreadable(true));
+  sharing.RunOnce();
+  ASSERT_NE(view.Current(), nullptr);
+  EXPECT_EQ(view.Current()->size(), 2u);
+}
+
 TEST_F(ObserverTest, AnUnmappedDeviceIsReportedAndNotWritten) {
   json pod = testing::GpuPod("default", "mig", 1);
   pod["spec"]["nodeName"] = "n1";
