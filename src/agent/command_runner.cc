@@ -7,8 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 extern char** environ;
 
@@ -43,8 +45,20 @@ Result<std::string> SubprocessRunner::Run(const std::vector<std::string>& argv) 
   std::vector<char*> args;
   for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
+  // This process's environment, less what extra_env_ sets, then extra_env_.
+  std::vector<char*> env;
+  for (char** var = environ; *var != nullptr; ++var) {
+    const std::string_view entry(*var);
+    const std::string_view name = entry.substr(0, entry.find('='));
+    const bool replaced = std::any_of(extra_env_.begin(), extra_env_.end(), [&](const auto& e) {
+      return std::string_view(e).substr(0, e.find('=')) == name;
+    });
+    if (!replaced) env.push_back(*var);
+  }
+  for (const std::string& var : extra_env_) env.push_back(const_cast<char*>(var.c_str()));
+  env.push_back(nullptr);
   pid_t pid = 0;
-  const int spawned = posix_spawnp(&pid, argv[0].c_str(), &actions, &attr, args.data(), environ);
+  const int spawned = posix_spawnp(&pid, argv[0].c_str(), &actions, &attr, args.data(), env.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   close(fds[1]);

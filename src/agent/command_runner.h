@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gputopo/status.h"
@@ -23,15 +24,18 @@ class CommandRunner {
 };
 
 // posix_spawnp, standard output through a pipe, standard input and error on /dev/null, signals
-// unblocked in the child. A program still running after `timeout` is killed.
+// unblocked in the child. A program still running after `timeout` is killed. The child's
+// environment is this process's, with `extra_env` ("NAME=value" each) set on top.
 class SubprocessRunner : public CommandRunner {
  public:
-  explicit SubprocessRunner(std::chrono::milliseconds timeout = std::chrono::seconds(30))
-      : timeout_(timeout) {}
+  explicit SubprocessRunner(std::chrono::milliseconds timeout = std::chrono::seconds(30),
+                            std::vector<std::string> extra_env = {})
+      : timeout_(timeout), extra_env_(std::move(extra_env)) {}
   Result<std::string> Run(const std::vector<std::string>& argv) override;
 
  private:
   const std::chrono::milliseconds timeout_;
+  const std::vector<std::string> extra_env_;
 };
 
 }  // namespace gputopo::agent

@@ -82,7 +82,8 @@ Result<KubeConfig> InClusterConfig(const std::string& service_host, const std::s
   return config;
 }
 
-Result<KubeConfig> LoadKubeconfig(const std::string& path, const std::string& context_name) {
+Result<KubeConfig> LoadKubeconfig(const std::string& path, const std::string& context_name,
+                                  bool allow_exec) {
   Result<std::string> text = ReadWholeFile(path);
   if (!text.ok()) return text.status();
   const std::filesystem::path base = std::filesystem::path(path).parent_path();
@@ -110,10 +111,32 @@ Result<KubeConfig> LoadKubeconfig(const std::string& path, const std::string& co
     config.insecure_skip_tls_verify =
         cluster["insecure-skip-tls-verify"] && cluster["insecure-skip-tls-verify"].as<bool>();
     if (user) {
-      if (user["exec"] || user["auth-provider"]) {
+      if (user["auth-provider"] || (user["exec"] && !allow_exec)) {
         return InvalidArgument(path + ": user '" + Text(context, "user") +
                                "' uses an exec or auth-provider plugin, which gputopo does not "
                                "run; use a token, a token file or a client certificate");
+      }
+      if (const YAML::Node exec = user["exec"]) {
+        ExecCredentialPlugin plugin;
+        plugin.api_version = Text(exec, "apiVersion");
+        plugin.command = Text(exec, "command");
+        if (plugin.command.empty()) {
+          return InvalidArgument(path + ": user '" + Text(context, "user") +
+                                 "': exec has no command");
+        }
+        if (plugin.command.find('/') != std::string::npos) {
+          plugin.command = Resolve(base, plugin.command);
+        }
+        if (exec["args"] && exec["args"].IsSequence()) {
+          for (const YAML::Node& arg : exec["args"]) plugin.args.push_back(arg.as<std::string>());
+        }
+        if (exec["env"] && exec["env"].IsSequence()) {
+          for (const YAML::Node& var : exec["env"]) {
+            plugin.env.emplace_back(Text(var, "name"), Text(var, "value"));
+          }
+        }
+        plugin.install_hint = Text(exec, "installHint");
+        config.exec = std::move(plugin);
       }
       config.token = Text(user, "token");
       config.token_file = Resolve(base, Text(user, "tokenFile"));

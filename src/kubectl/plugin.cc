@@ -16,6 +16,7 @@
 #include "src/kube/kube_client.h"
 #include "src/kube/kube_config.h"
 #include "src/kubectl/cluster_view.h"
+#include "src/kubectl/exec_credential.h"
 #include "src/kubectl/gputopo_access.h"
 #include "src/kubectl/render.h"
 #include "src/service/scheduling_context.h"
@@ -111,7 +112,7 @@ Result<kube::KubeConfig> ApiConfig(const Flags& flags, const PluginEnvironment& 
     if (home.empty()) return InvalidArgument("no kubeconfig: pass --kubeconfig or set KUBECONFIG");
     path = home + "/.kube/config";
   }
-  return kube::LoadKubeconfig(path, flags.context);
+  return kube::LoadKubeconfig(path, flags.context, /*allow_exec=*/true);
 }
 
 kube::ClientOptions ClientOptionsFor(const Flags& flags) {
@@ -474,23 +475,26 @@ int RunPlugin(const std::vector<std::string>& args, PluginEnvironment& env) {
   Style style;
   style.color = flags.color == "always" ||
                 (flags.color == "auto" && env.terminal && Var(env, "NO_COLOR").empty());
-  Result<kube::KubeConfig> config = ApiConfig(flags, env);
-  if (!config.ok()) return Fail(env, config.status().message());
+  Result<kube::KubeConfig> loaded = ApiConfig(flags, env);
+  if (!loaded.ok()) return Fail(env, loaded.status().message());
+  kube::KubeConfig config = *loaded;
   if (!flags.token.empty()) {
-    config->token = flags.token;
-    config->token_file.clear();
+    config.token = flags.token;
+    config.token_file.clear();
+  } else if (Status ran = RunExecCredentialPlugin(config); !ran.ok()) {
+    return Fail(env, ran.message());
   }
   if (flags.namespace_name.empty())
-    flags.namespace_name = config->namespace_name.empty() ? "default" : config->namespace_name;
+    flags.namespace_name = config.namespace_name.empty() ? "default" : config.namespace_name;
 
   app::SystemClock clock;
-  kube::KubeClient client(*config, ClientOptionsFor(flags), clock);
-  Result<std::unique_ptr<GputopoAccess>> gputopo = AccessToGputopo(flags, *config, client, clock);
+  kube::KubeClient client(config, ClientOptionsFor(flags), clock);
+  Result<std::unique_ptr<GputopoAccess>> gputopo = AccessToGputopo(flags, config, client, clock);
   if (!gputopo.ok()) return Fail(env, gputopo.status().message());
   Result<std::unique_ptr<ClusterView>> view = ClusterView::Create();
   if (!view.ok()) return Fail(env, view.status().message());
   if (Status s = (*view)->Load(client); !s.ok()) {
-    return Fail(env, s.message() + " (API server " + config->server + ")");
+    return Fail(env, s.message() + " (API server " + config.server + ")");
   }
   if (nodes->parsed()) return Nodes(flags, node_names, **view, gputopo->get(), style, env);
   if (topo->parsed()) return Topo(flags, topo_node, **view, style, env);

@@ -1,10 +1,11 @@
 // kubectl-gputopo: the kubectl plugin (`kubectl gputopo nodes|topo|explain`).
 //
 // It reads the cluster through the API server, as kubectl does (--kubeconfig, $KUBECONFIG or
-// ~/.kube/config; --context; -n/-A), builds the NodeStates gputopo's extender builds, and
-// prints them: it works without reaching gputopo. With --server URL (gputopo's admin listener,
-// e.g. through `kubectl port-forward`), `explain` shows gputopo's own record of the pod and
-// `nodes` says where gputopo's view differs from what was computed here.
+// ~/.kube/config; --context; --token, or the user's exec credential plugin, run once,
+// exec_credential.h; -n/-A), builds the NodeStates gputopo's extender builds, and prints them:
+// it works without reaching gputopo. It also asks gputopo's own record (`explain`) and view
+// (`nodes` says where it differs from what was computed here): through the API server's
+// pods/proxy to each gputopo replica, or straight to --server URL (gputopo_access.h).
 //
 // Exit codes, as kubectl's: 0 done, 1 any error (one line "error: ..." on stderr).
 //

@@ -264,8 +264,27 @@ users:
                                  "user: u}}]\nclusters: [{name: c, cluster: {server: https://s}}]\n"
                                  "users: [{name: u, user: {exec: {command: aws}}}]\n";
   Result<KubeConfig> exec = LoadKubeconfig((dir / "exec").string());
-  ASSERT_FALSE(exec.ok());
+  ASSERT_FALSE(exec.ok()) << "gputopo serve cannot run it again as the credential expires";
   EXPECT_NE(exec.status().message().find("exec"), std::string::npos);
+  // Read (not run) when the caller asks: kubectl-gputopo runs it once.
+  std::ofstream(dir / "exec2")
+      << "current-context: x\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+         "clusters: [{name: c, cluster: {server: https://s}}]\n"
+         "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, "
+         "command: bin/get-token, args: [--cluster, c], env: [{name: PROFILE, value: p}], "
+         "installHint: install it}}}]\n";
+  Result<KubeConfig> allowed = LoadKubeconfig((dir / "exec2").string(), "", true);
+  ASSERT_TRUE(allowed.ok()) << allowed.status().ToString();
+  ASSERT_TRUE(allowed->exec.has_value());
+  EXPECT_EQ(allowed->exec->api_version, "client.authentication.k8s.io/v1");
+  EXPECT_EQ(allowed->exec->command, (dir / "bin/get-token").string()) << "relative to the file";
+  EXPECT_EQ(allowed->exec->args, (std::vector<std::string>{"--cluster", "c"}));
+  ASSERT_EQ(allowed->exec->env.size(), 1u);
+  EXPECT_EQ(allowed->exec->env[0], (std::pair<std::string, std::string>{"PROFILE", "p"}));
+  EXPECT_EQ(allowed->exec->install_hint, "install it");
+  Result<KubeConfig> on_path = LoadKubeconfig((dir / "exec").string(), "", true);
+  ASSERT_TRUE(on_path.ok());
+  EXPECT_EQ(on_path->exec->command, "aws") << "a bare name is looked up on PATH";
   std::ofstream(dir / "junk") << ": : [";
   EXPECT_FALSE(LoadKubeconfig((dir / "junk").string()).ok());
   std::filesystem::remove_all(dir);

@@ -341,6 +341,53 @@ TEST_F(PluginTest, ExplainReachesGputopoThroughTheApiServersPodsProxy) {
   serving.join();
 }
 
+// A user whose kubeconfig names an exec credential plugin (EKS, GKE): the plugin runs it once,
+// with KUBERNETES_EXEC_INFO and the kubeconfig's env, and uses the token it prints.
+TEST_F(PluginTest, AnExecCredentialPluginIsRunOnceForAToken) {
+  AddCluster();
+  server_.SetBearerToken("token-from-exec");
+  const auto script = dir_ / "bin" / "get-token";
+  std::filesystem::create_directories(script.parent_path());
+  std::ofstream(script)
+      << "#!/bin/sh\n"
+         "case \"$KUBERNETES_EXEC_INFO\" in *'\"interactive\":false'*) ;; *) exit 3 ;; esac\n"
+         "[ \"$CLUSTER_PROFILE\" = gpu ] || exit 4\n"
+         "[ \"$1\" = --cluster ] || exit 5\n"
+         "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+         "\"status\":{\"token\":\"token-from-exec\"}}'\n";
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  auto write = [&](const std::string& command, const std::string& api_version) {
+    std::ofstream(kubeconfig_) << "apiVersion: v1\nkind: Config\n"
+                               << "clusters:\n- name: fake\n  cluster:\n    server: "
+                               << server_.base_url() << "\nusers:\n- name: u\n  user:\n"
+                               << "    exec:\n      apiVersion: " << api_version
+                               << "\n      command: " << command
+                               << "\n      args: [--cluster, fake]\n"
+                               << "      env: [{name: CLUSTER_PROFILE, value: gpu}]\n"
+                               << "      installHint: see the cloud's docs\n"
+                               << "contexts:\n- name: fake\n  context:\n    cluster: fake\n"
+                               << "    user: u\n    namespace: ml\ncurrent-context: fake\n";
+  };
+  write("./bin/get-token", "client.authentication.k8s.io/v1");
+  Outcome o = Run({"--no-gputopo", "nodes"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("dgx-a"), std::string::npos) << o.out;
+
+  write("./bin/get-token", "client.authentication.k8s.io/v1beta1");
+  Outcome wrong = Run({"--no-gputopo", "nodes"});
+  EXPECT_EQ(wrong.code, 1);
+  EXPECT_EQ(wrong.err.rfind("error: exec plugin ", 0), 0u) << wrong.err;
+  EXPECT_NE(wrong.err.find("apiVersion"), std::string::npos) << wrong.err;
+  EXPECT_EQ(std::count(wrong.err.begin(), wrong.err.end(), '\n'), 1) << wrong.err;
+
+  write("no-such-credential-helper", "client.authentication.k8s.io/v1");
+  Outcome missing = Run({"--no-gputopo", "nodes"});
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.err.find("no-such-credential-helper"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("see the cloud's docs"), std::string::npos) << missing.err;
+  EXPECT_EQ(std::count(missing.err.begin(), missing.err.end(), '\n'), 1) << missing.err;
+}
+
 // Every failure: exit code 1 and exactly one line, starting "error: ".
 void ExpectOneErrorLine(const Outcome& o, const std::string& contains) {
   EXPECT_EQ(o.code, 1);
