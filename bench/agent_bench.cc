@@ -446,7 +446,44 @@ struct AgentProcess {
   // it (the first admissions the process serves).
   std::vector<double> admit_ms;
   int steered = 0;
+  // The agent's own answer times, from its gputopo_agent_admission_duration_seconds histogram
+  // (scraped after the admissions): per call, the upper bound of the bucket holding the p99, and
+  // the share answered within 2 ms. Empty when the scrape failed.
+  std::string own_times;
 };
+
+// "p99 <= X ms, N% within 2 ms" per call of the histogram in `metrics` (Prometheus text).
+std::string AdmissionTimes(const std::string& metrics) {
+  const std::string family = "gputopo_agent_admission_duration_seconds";
+  std::string out;
+  for (const std::string call : {"GetPreferredAllocation", "Allocate"}) {
+    std::vector<std::pair<double, double>> buckets;  // (le, cumulative count)
+    double count = 0;
+    std::istringstream lines(metrics);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("call=\"" + call + "\"") == std::string::npos) continue;
+      const double value = std::atof(line.substr(line.rfind(' ') + 1).c_str());
+      if (line.rfind(family + "_count", 0) == 0) count = value;
+      const size_t le = line.find("le=\"");
+      if (line.rfind(family + "_bucket", 0) == 0 && le != std::string::npos) {
+        const std::string bound = line.substr(le + 4, line.find('"', le + 4) - le - 4);
+        buckets.emplace_back(bound == "+Inf" ? 1e9 : std::atof(bound.c_str()), value);
+      }
+    }
+    if (count <= 0) continue;
+    double p99 = 1e9;
+    double within_2ms = 0;
+    for (const auto& [le, cumulative] : buckets) {
+      if (cumulative >= 0.99 * count) p99 = std::min(p99, le);
+      if (le <= 0.002 + 1e-12) within_2ms = std::max(within_2ms, cumulative);
+    }
+    char text[160];
+    std::snprintf(text, sizeof(text), "%s%s p99 <= %.2f ms, %.1f%% within 2 ms",
+                  out.empty() ? "" : "; ", call.c_str(), p99 * 1000, 100 * within_2ms / count);
+    out += text;
+  }
+  return out;
+}
 
 size_t CountRequests(const testing::FakeApiServer& api, const std::string& method) {
   size_t n = 0;
@@ -608,6 +645,9 @@ AgentProcess MeasureAgent(const std::string& gputopo, const std::string& library
         for (const agent::BoundPod& pod : pods) order.push_back(std::stoi(pod.name.substr(1)));
       }
       if (!admit_all() && result.error.empty()) result.error = "an admission failed";
+      if (httplib::Result m = client.Get("/metrics"); m && m->status == 200) {
+        result.own_times = AdmissionTimes(m->body);
+      }
     }
     kubelet_watch.Stop();
   }
@@ -802,7 +842,11 @@ int Main(int argc, char** argv) {
       row("admission through `gputopo agent run --mode enforce` (its pods 2-" +
               std::to_string(p.admit_ms.size()) + ", x" + std::to_string(agent_replicas) + ")",
           8, later,
-          std::to_string(p.steered) + "/" + std::to_string(p.admit_ms.size()) + " steered" + first);
+          std::to_string(p.steered) + "/" + std::to_string(p.admit_ms.size()) + " steered" + first +
+              (p.own_times.empty() ? ""
+                                   : "; the agent's own answer times (its histogram, "
+                                     "every call): " +
+                                         p.own_times));
     }
     const double list_rate = p.pod_resources_lists / p.window_seconds;
     process_csv << mode << ",ready_s," << p.ready_seconds << ",s,\n"

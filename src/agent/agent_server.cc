@@ -11,6 +11,7 @@
 #include "src/agent/observer.h"
 #include "src/agent/pod_resources_client.h"
 #include "src/agent/topology_publisher.h"
+#include "src/app/background_priority.h"
 #include "src/http/http_server.h"
 #include "src/kube/kube_client.h"
 #include "src/observability/metrics.h"
@@ -183,7 +184,9 @@ Status AgentServer::Start() {
         return res;
       });
   if (Status started = s.http->Start(); !started.ok()) return started;
-  s.observer->Start();
+  // Passes (a PodResources list, a pod list, PATCHes) yield the CPU to the plugin's admissions,
+  // which kubelet waits on (SCHED_IDLE, as the extender's background work).
+  s.observer->Start(app::StartBackgroundThread);
   if (!s.options.topology && (s.options.publish_topology || s.enforce != nullptr) &&
       s.options.rediscover.count() > 0) {
     s.rediscover_thread = std::thread([&s] { s.RediscoverLoop(); });

@@ -32,6 +32,10 @@ constexpr char kVersion[] = "v1beta1";
 constexpr size_t kAdmissionsKept = 256;
 constexpr size_t kPendingKept = 256;
 constexpr size_t kAllocatedKept = 8192;
+// gputopo_agent_admission_duration_seconds, in seconds: fine around the 2 ms kubelet budget.
+constexpr std::array<double, 14> kAdmissionDurationBuckets = {
+    0.0001, 0.00025, 0.0005, 0.00075, 0.001, 0.0015, 0.002,
+    0.003,  0.005,   0.01,   0.025,   0.1,   0.5,    2.0};
 // How long a ListAndWatch handler sleeps between checks that its stream was cancelled.
 constexpr std::chrono::milliseconds kStreamCheck{200};
 // How long an admission the cached pods could not steer waits for the cache's next change
@@ -87,6 +91,13 @@ class DevicePlugin::Impl {
       for (size_t i = 0; i < kAdmissionResultLabels.size(); ++i) {
         admissions_by_result_[i] = &admissions.WithLabels({kAdmissionResultLabels[i].second});
       }
+      observability::HistogramFamily& durations = metrics->RegisterHistogram(
+          "gputopo_agent_admission_duration_seconds",
+          "Time the agent's device plugin took to answer kubelet's call during an admission "
+          "(kubelet waits on it), from the call's arrival to its answer, by call.",
+          {"call"}, kAdmissionDurationBuckets);
+      preferred_duration_ = &durations.WithLabels({"GetPreferredAllocation"});
+      allocate_duration_ = &durations.WithLabels({"Allocate"});
     }
     SetTopologyLocked(std::move(topology));
   }
@@ -276,11 +287,17 @@ class DevicePlugin::Impl {
     grpc::Status GetPreferredAllocation(grpc::ServerContext*,
                                         const dp::PreferredAllocationRequest* request,
                                         dp::PreferredAllocationResponse* response) override {
-      return impl_.GetPreferredAllocation(*request, *response);
+      const auto start = std::chrono::steady_clock::now();
+      grpc::Status status = impl_.GetPreferredAllocation(*request, *response);
+      impl_.Observe(impl_.preferred_duration_, start);
+      return status;
     }
     grpc::Status Allocate(grpc::ServerContext*, const dp::AllocateRequest* request,
                           dp::AllocateResponse* response) override {
-      return impl_.Allocate(*request, *response);
+      const auto start = std::chrono::steady_clock::now();
+      grpc::Status status = impl_.Allocate(*request, *response);
+      impl_.Observe(impl_.allocate_duration_, start);
+      return status;
     }
     grpc::Status PreStartContainer(grpc::ServerContext*, const dp::PreStartContainerRequest*,
                                    dp::PreStartContainerResponse*) override {
@@ -444,15 +461,6 @@ class DevicePlugin::Impl {
       record.identification =
           IdentifyAdmission(*pods, allocated, request, *topology, options_.trusted_schedulers);
     }
-    if (!record.identification.steered() && pods.ok() && !record.asked_pod_resources &&
-        pod_resources_ != nullptr) {
-      // The shared answer may list a container of a pod deleted since and created again under
-      // the same name: kubelet's answer now decides.
-      holding = AskPodResources(record, notes);
-      allocated = Holders(holding.get(), own);
-      record.identification =
-          IdentifyAdmission(*pods, allocated, request, *topology, options_.trusted_schedulers);
-    }
     if (pods_.cached() && !record.identification.steered() && pods.ok() &&
         pods_.WaitForChange(seen, kCacheCatchUp)) {
       // The cache may not have had the pod yet (bound a moment ago): its next change may be it.
@@ -471,6 +479,16 @@ class DevicePlugin::Impl {
         record.identification =
             IdentifyAdmission(*pods, allocated, request, *topology, options_.trusted_schedulers);
       }
+    }
+    if (!record.identification.steered() && pods.ok() && !record.asked_pod_resources &&
+        pod_resources_ != nullptr) {
+      // Last, since the cache lagging behind a bind is the usual reason: the shared answer may
+      // list a container of a pod deleted since and created again under the same name, so
+      // kubelet's answer now decides.
+      holding = AskPodResources(record, notes);
+      allocated = Holders(holding.get(), own);
+      record.identification =
+          IdentifyAdmission(*pods, allocated, request, *topology, options_.trusted_schedulers);
     }
     if (!pods.ok()) {
       record.identification.verdict = IdentificationVerdict::kNoneQualify;
@@ -518,6 +536,16 @@ class DevicePlugin::Impl {
   PodResourcesView pod_resources_view_;  // thread-safe on its own
   // By kAdmissionResultLabels' order; null without a registry.
   std::array<observability::Counter*, kAdmissionResultLabels.size()> admissions_by_result_{};
+  // gputopo_agent_admission_duration_seconds{call}; null without a registry.
+  observability::Histogram* preferred_duration_ = nullptr;
+  observability::Histogram* allocate_duration_ = nullptr;
+
+  static void Observe(observability::Histogram* histogram,
+                      std::chrono::steady_clock::time_point start) {
+    if (histogram == nullptr) return;
+    histogram->Observe(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
 
   // Serializes serving, shutting down and registering. Never taken by gRPC handlers.
   std::mutex life_mu_;

@@ -90,7 +90,8 @@ class DevicePlugin {
   // counts) must outlive the plugin, and so must `metrics` when given: each container request
   // GetPreferredAllocation answers counts in gputopo_agent_admissions_total{result}, result
   // being steered, no_pod_qualifies, ambiguous or not_enough_replicas (the last three answered
-  // with the plugin's own choice).
+  // with the plugin's own choice), and the time each GetPreferredAllocation and Allocate call
+  // took in gputopo_agent_admission_duration_seconds{call}.
   DevicePlugin(DevicePluginOptions options, MachineTopology topology, PodSource& pods,
                PodResourcesClient* pod_resources,
                observability::MetricsRegistry* metrics = nullptr);

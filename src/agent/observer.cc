@@ -136,11 +136,14 @@ ObserverPass Observer::RunOnce() {
   return pass;
 }
 
-void Observer::Start() {
+void Observer::Start(std::function<void()> thread_setup) {
   MutexLock lock(mu_);
   if (thread_.joinable()) return;
   stop_ = false;
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = std::thread([this, setup = std::move(thread_setup)] {
+    if (setup) setup();
+    Loop();
+  });
 }
 
 void Observer::Stop() {

@@ -24,6 +24,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -75,8 +76,9 @@ class Observer {
   Observer& operator=(const Observer&) = delete;
 
   ObserverPass RunOnce();
-  // Runs passes on a thread of its own until Stop().
-  void Start();
+  // Runs passes on a thread of its own until Stop(); `thread_setup` (may be empty) runs first on
+  // that thread (the agent lowers its priority there: admissions must not wait behind a pass).
+  void Start(std::function<void()> thread_setup = {});
   void Stop();
 
   bool ready() const { return ready_.load(); }

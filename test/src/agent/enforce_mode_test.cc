@@ -103,6 +103,12 @@ TEST(EnforceModeTest, DiscoversRegistersSteersAndFollowsHealth) {
               ::testing::HasSubstr("gputopo_agent_admissions_total{result=\"steered\"} 1\n"));
   EXPECT_THAT(metrics,
               ::testing::HasSubstr("gputopo_agent_admissions_total{result=\"ambiguous\"} 0\n"));
+  // The time of each call kubelet waited on, by call: one GetPreferredAllocation, one Allocate.
+  EXPECT_THAT(metrics, ::testing::HasSubstr("gputopo_agent_admission_duration_seconds_count{call="
+                                            "\"GetPreferredAllocation\"} 1\n"));
+  EXPECT_THAT(metrics,
+              ::testing::HasSubstr(
+                  "gputopo_agent_admission_duration_seconds_count{call=\"Allocate\"} 1\n"));
 
   // A pod no scheduler of ours placed is not steered: counted with the reason.
   FakeKubelet::Pod stranger;
