@@ -23,6 +23,17 @@
 //  - none: no preemption at all (how many jobs fit as they come).
 // Admitted jobs stay: later jobs of the same priority cannot preempt them.
 //
+// The race (a second table): in a real cluster the preemptor does not take the freed GPUs at
+// once. kube-scheduler sets its status.nominatedNodeName, deletes the victims and retries it a
+// second or two later, while each victim's ReplicaSet creates a replacement at once. Here each
+// replacement (the victim's shape, priority 100) is scheduled before the job's retry: on the
+// nominated node only if the node's free replicas less the job's request still hold it (the
+// scheduler's own nominated-pod accounting, addNominatedPods), and wherever gputopo's filter
+// lets it. With claims (what gputopo ships), the preempt verb offered ClusterState the GPUs it
+// chose (OfferClaims) and the nomination turns them into a claim the replacements see; without
+// claims they see the freed GPUs as free. The job then retries on its nominated node, looking
+// through its own claim; when it does not fit, the preemption was wasted.
+//
 // PodDisruptionBudgets: the low pods belong to kDeployments Deployments (round robin); every
 // other one has a budget with maxUnavailable 10% of its replicas (rounded up), so
 // disruptionsAllowed starts there. Each eviction of a pod a budget counts takes one from it (the
@@ -51,6 +62,7 @@
 
 #include "bench/sim/placers.h"
 #include "cluster/cluster_state.h"
+#include "evaluation/nominated_claims.h"
 #include "gputopo/well_known.h"
 #include "policies/engine/evaluation.h"
 #include "policies/preemption/victim_selection.h"
@@ -114,6 +126,17 @@ struct Stats {
   // Admitted jobs by size (2, 4, 8 GPUs): how many, and how many with all pairs NVLink.
   std::map<int, std::pair<int, int>> by_size;
   std::vector<double> choose_us;  // one per ChooseVictims call
+  // The race: victims' replacements scheduled before the job's retry.
+  int replacements = 0;               // created (one per victim)
+  int replacements_placed = 0;        // ... that found a node
+  int replacements_on_nominated = 0;  // ... on the job's nominated node
+};
+
+// Whether each evicted pod's replacement is scheduled before the job retries (the race), and
+// whether gputopo's preempt offered claims for the job.
+struct Race {
+  bool replacements = false;
+  bool claims = false;
 };
 
 // A pod the benchmark placed, as the scheduler's dry run sees it.
@@ -179,6 +202,19 @@ class Cluster {
     state_.UpsertPod(pod);
     pods_[pod.uid] = {node, pod.priority, static_cast<int>(pod.gpu_request), next_seq_++, budget};
   }
+
+  // The preempt verb chose `gpus` on `node` for `pod` (ClusterState::OfferClaims); then the
+  // scheduler nominates it there (status.nominatedNodeName on the pending pod).
+  void OfferClaim(const PodInfo& pod, const std::string& node, topology::GpuMask gpus) {
+    state_.OfferClaims(pod.uid, {{node, topology::ToIndices(gpus)}});
+  }
+  void Nominate(PodInfo pod, const std::string& node) {
+    pod.nominated_node = node;
+    state_.UpsertPod(pod);
+  }
+
+  // A pending pod that goes away.
+  void Forget(const std::string& uid) { state_.RemovePod(uid); }
 
   // Evicts the pod; true when that breaks its budget.
   bool Evict(const std::string& uid) {
@@ -363,7 +399,7 @@ std::vector<Bound> Fill(const topology::TopologyResolver& resolver,
 
 Stats Run(Mode mode, const topology::TopologyResolver& resolver, const std::vector<NodeInfo>& nodes,
           const std::vector<Bound>& filled, const std::vector<int>& jobs,
-          const policies::Preset& preset, bool newest_first) {
+          const policies::Preset& preset, bool newest_first, Race race = {}) {
   Cluster cluster(resolver, nodes);
   // Every other Deployment has a budget: maxUnavailable 10% of its replicas, rounded up.
   std::vector<int> replicas(kDeployments, 0);
@@ -450,15 +486,59 @@ Stats Run(Mode mode, const topology::TopologyResolver& resolver, const std::vect
     }
     const std::string& name = cluster.names()[static_cast<size_t>(chosen->node)];
     ++s.preemptions;
-    for (const std::string& uid : chosen->victims) s.pdb_broken += cluster.Evict(uid) ? 1 : 0;
+    std::vector<Held> evicted;
+    for (const std::string& uid : chosen->victims) {
+      evicted.push_back(cluster.pods().at(uid));
+      s.pdb_broken += cluster.Evict(uid) ? 1 : 0;
+    }
     s.evicted += static_cast<int>(chosen->victims.size());
+    if (race.replacements) {
+      if (race.claims && chosen->choice.gpus != 0)
+        cluster.OfferClaim(pod, name, chosen->choice.gpus);
+      cluster.Nominate(pod, name);
+      for (size_t v = 0; v < evicted.size(); ++v) {
+        ++s.replacements;
+        const PodInfo rival =
+            MakePod("job-" + std::to_string(j) + "-replacement-" + std::to_string(v),
+                    evicted[v].slots, kLowPriority);
+        Result<policies::PodRequirements> rival_req = policies::RequirementsOf(rival);
+        if (!rival_req.ok()) continue;
+        int best = -1;
+        policies::NodeEvaluation best_e;
+        for (size_t i = 0; i < cluster.names().size(); ++i) {
+          const auto node = cluster.Node(cluster.names()[i]);
+          // The scheduler counts replicas: bound pods', and the nominee's on its node.
+          const std::optional<policies::NodeState> bound_only =
+              evaluation::ViewWithoutClaims(*node, pod.uid, kJobPriority);
+          int free = (bound_only ? *bound_only : *node).free_slots();
+          if (cluster.names()[i] == name) free -= jobs[j];
+          if (free < evicted[v].slots) continue;
+          // gputopo's filter, as the replacement (lower priority) sees the node: claims held.
+          policies::NodeEvaluation e = policies::EvaluateNode(*rival_req, *node, preset);
+          if (e.fits() && (best < 0 || e.weighted_score > best_e.weighted_score)) {
+            best = static_cast<int>(i);
+            best_e = std::move(e);
+          }
+        }
+        if (best < 0) continue;
+        const std::string& where = cluster.names()[static_cast<size_t>(best)];
+        ++s.replacements_placed;
+        if (where == name) ++s.replacements_on_nominated;
+        cluster.Bind(rival, where, best_e.gpus, evicted[v].budget);
+      }
+    }
     const auto node = cluster.Node(name);
-    const policies::NodeEvaluation e = policies::EvaluateNode(*req, *node, preset);
+    // The job's retry looks through its own claim.
+    const std::optional<policies::NodeState> own_view =
+        evaluation::ViewWithoutClaims(*node, pod.uid, kJobPriority);
+    const policies::NodeState& seen = own_view ? *own_view : *node;
+    const policies::NodeEvaluation e = policies::EvaluateNode(*req, seen, preset);
     if (!e.fits()) {
       ++s.wasted;
+      cluster.Forget(pod.uid);  // it gives up: no claim of it outlives this job
       continue;
     }
-    CountPlacement(*node, e.gpus, s);
+    CountPlacement(seen, e.gpus, s);
     cluster.Bind(pod, name, e.gpus);
     ++s.admitted;
     ++s.admitted_preempt;
@@ -466,6 +546,18 @@ Stats Run(Mode mode, const topology::TopologyResolver& resolver, const std::vect
   }
   return s;
 }
+
+// The race's variants: which preemption, and whether gputopo's claims hold the freed GPUs.
+struct RaceVariant {
+  const char* name;
+  Mode mode;
+  Race race;
+};
+constexpr RaceVariant kRaceVariants[] = {
+    {"default", Mode::kDefault, {true, false}},
+    {"gputopo, without claims", Mode::kGputopo, {true, false}},
+    {"gputopo, with claims", Mode::kGputopo, {true, true}},
+};
 
 std::vector<NodeInfo> MakeNodes(const Machine& m, const topology::Profile& profile, int count) {
   std::vector<NodeInfo> nodes;
@@ -557,6 +649,15 @@ int Main(int argc, char** argv) {
         "attempt |\n"
      << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   std::ostringstream notes;
+  std::ostringstream race_md;
+  race_md << "\n### The race with the victims' replacements\n\n"
+          << "Each victim's replacement (its shape, priority " << kLowPriority
+          << ") is scheduled before the job's retry; same clusters, jobs and seeds as above. "
+             "Counts per seed.\n\n"
+          << "| machine | R | preemption | jobs admitted | after preemption | preemptions | "
+             "wasted (% of preemptions) | pods evicted | replacements placed | ... on the "
+             "job's nominated node |\n"
+          << "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const std::string& profile_name : split(machine_list)) {
     const topology::Profile* profile = profiles.Find(profile_name);
     if (profile == nullptr) {
@@ -567,6 +668,7 @@ int Main(int argc, char** argv) {
       const Machine machine{profile_name, std::stoi(r)};
       const std::vector<NodeInfo> nodes = MakeNodes(machine, *profile, nodes_per_machine);
       std::map<Mode, Stats> sums;
+      std::map<std::string, Stats> race_sums;
       std::map<Mode, int> attempts;  // preemption attempts (jobs that did not fit as they came)
       for (int seed = 0; seed < seeds; ++seed) {
         const uint64_t s = 42 + static_cast<uint64_t>(seed);
@@ -614,6 +716,34 @@ int Main(int argc, char** argv) {
           sum.choose_us.insert(sum.choose_us.end(), st.choose_us.begin(), st.choose_us.end());
           attempts[mode] += st.jobs - st.admitted_direct;
         }
+        for (const RaceVariant& variant : kRaceVariants) {
+          Stats st = Run(variant.mode, resolver, nodes, filled, sizes, *preset,
+                         reprieve == "newest", variant.race);
+          Stats& sum = race_sums[variant.name];
+          sum.jobs += st.jobs;
+          sum.admitted += st.admitted;
+          sum.admitted_preempt += st.admitted_preempt;
+          sum.preemptions += st.preemptions;
+          sum.wasted += st.wasted;
+          sum.evicted += st.evicted;
+          sum.replacements += st.replacements;
+          sum.replacements_placed += st.replacements_placed;
+          sum.replacements_on_nominated += st.replacements_on_nominated;
+        }
+      }
+      for (const RaceVariant& variant : kRaceVariants) {
+        const Stats& t = race_sums[variant.name];
+        const double n = seeds;
+        char row[512];
+        std::snprintf(row, sizeof(row),
+                      "| %s | %d | %s | %.1f%% (%.1f) | %.1f | %.1f | %.1f (%.1f%%) | %.1f | %.1f "
+                      "| %.1f |\n",
+                      profile_name.c_str(), machine.replicas, variant.name,
+                      t.jobs > 0 ? 100.0 * t.admitted / t.jobs : 0.0, t.admitted / n,
+                      t.admitted_preempt / n, t.preemptions / n, t.wasted / n,
+                      t.preemptions > 0 ? 100.0 * t.wasted / t.preemptions : 0.0, t.evicted / n,
+                      t.replacements_placed / n, t.replacements_on_nominated / n);
+        race_md << row;
       }
       for (Mode mode : kModes) {
         const Stats& t = sums[mode];
@@ -688,7 +818,7 @@ int Main(int argc, char** argv) {
       }
     }
   }
-  md << "\n" << notes.str();
+  md << "\n" << notes.str() << race_md.str();
   std::ofstream(out + "/preemption.md") << md.str();
   std::cout << md.str();
   return 0;
