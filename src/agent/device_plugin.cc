@@ -411,8 +411,7 @@ class DevicePlugin::Impl {
       notes = "; PodResources: " + answer.status().ToString();
       return nullptr;
     }
-    pod_resources_view_.Finish(ticket, *answer);
-    return std::make_shared<const std::vector<PodDeviceIds>>(std::move(answer).value());
+    return pod_resources_view_.Finish(ticket, std::move(answer).value());
   }
 
   // The containers kubelet's answer (may be null) lists, then the plugin's own record.

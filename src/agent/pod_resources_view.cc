@@ -9,12 +9,15 @@ uint64_t PodResourcesView::Begin() {
   return ++next_ticket_;
 }
 
-void PodResourcesView::Finish(uint64_t ticket, std::vector<PodDeviceIds> answer) {
-  auto kept = std::make_shared<const std::vector<PodDeviceIds>>(std::move(answer));
+PodResourcesView::Answer PodResourcesView::Finish(uint64_t ticket,
+                                                  std::vector<PodDeviceIds> answer) {
+  Answer made = std::make_shared<const std::vector<PodDeviceIds>>(std::move(answer));
   MutexLock lock(mutex_);
-  if (ticket <= kept_ticket_) return;
-  kept_ticket_ = ticket;
-  kept_ = std::move(kept);
+  if (ticket > kept_ticket_) {
+    kept_ticket_ = ticket;
+    kept_ = made;
+  }
+  return made;
 }
 
 void PodResourcesView::Invalidate() {

@@ -32,8 +32,8 @@ class PodResourcesView {
 
   // Call before asking kubelet; pass the ticket to Finish with the answer.
   uint64_t Begin();
-  // Keeps `answer` unless an answer asked for later is already kept.
-  void Finish(uint64_t ticket, std::vector<PodDeviceIds> answer);
+  // Keeps `answer` unless an answer asked for later is already kept; returns it either way.
+  Answer Finish(uint64_t ticket, std::vector<PodDeviceIds> answer);
   // Answers asked for before now are no longer usable.
   void Invalidate();
   // The latest answer asked for after the last Invalidate(); null when there is none.

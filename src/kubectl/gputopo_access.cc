@@ -164,13 +164,12 @@ std::unique_ptr<GputopoAccess> ProxiedAccess(kube::KubeClient& api, std::string 
                                    std::move(bearer_token));
 }
 
-std::string LatestRecordTime(std::string_view record) {
-  const json j = json::parse(record, nullptr, false);
+std::string LatestRecordTime(const nlohmann::json& record) {
   std::string latest;
-  if (!j.is_object()) return latest;
+  if (!record.is_object()) return latest;
   for (const char* part : {"filter", "prioritize", "bind", "preempt"}) {
-    if (j.contains(part) && j[part].is_object())
-      latest = std::max(latest, StringAt(j[part], "time"));
+    if (record.contains(part) && record[part].is_object())
+      latest = std::max(latest, StringAt(record[part], "time"));
   }
   return latest;
 }

@@ -18,6 +18,7 @@
 #define GPUTOPO_SRC_KUBECTL_GPUTOPO_ACCESS_H_
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,7 +71,7 @@ std::unique_ptr<GputopoAccess> ProxiedAccess(kube::KubeClient& api, std::string 
 
 // The latest "time" of a /debug/pods record (filter, prioritize, bind, preempt): RFC 3339 UTC
 // with microseconds, so later times compare greater as strings. Empty when it has none.
-std::string LatestRecordTime(std::string_view record);
+std::string LatestRecordTime(const nlohmann::json& record);
 
 }  // namespace gputopo::kubectl
 

@@ -147,10 +147,16 @@ Result<std::unique_ptr<GputopoAccess>> AccessToGputopo(const Flags& flags,
                        flags.gputopo_port, *token);
 }
 
-// The first answer that is a JSON object, else the first error (or the first answer).
-const GputopoAnswer* FirstJsonAnswer(const std::vector<GputopoAnswer>& answers) {
+// The first answer that is a JSON object (parsed into `parsed`), else the first error (or the
+// first answer; `parsed` is then left as it was).
+const GputopoAnswer* FirstJsonAnswer(const std::vector<GputopoAnswer>& answers, json& parsed) {
   for (const GputopoAnswer& a : answers) {
-    if (a.body.ok() && json::parse(*a.body, nullptr, false).is_object()) return &a;
+    if (!a.body.ok()) continue;
+    json document = json::parse(*a.body, nullptr, false);
+    if (document.is_object()) {
+      parsed = std::move(document);
+      return &a;
+    }
   }
   for (const GputopoAnswer& a : answers) {
     if (!a.body.ok()) return &a;
@@ -235,11 +241,9 @@ int Nodes(const Flags& flags, const std::vector<std::string>& names, ClusterView
   // Compared only when every node asked for was found: a failure stays its own lines.
   if (gputopo != nullptr && !Structured(flags) && missing.empty()) {
     const std::vector<GputopoAnswer> answers = gputopo->GetAll("/debug/nodes");
-    const GputopoAnswer* answer = FirstJsonAnswer(answers);
+    json theirs;
+    const GputopoAnswer* answer = FirstJsonAnswer(answers, theirs);
     const std::string source = answer != nullptr ? answer->source : gputopo->Describe();
-    const json theirs = answer != nullptr && answer->body.ok()
-                            ? json::parse(*answer->body, nullptr, false)
-                            : json();
     if (answer != nullptr && !answer->body.ok()) {
       Warn(env, "cannot compare with gputopo's view: " + answer->body.status().message());
     } else if (!theirs.is_object()) {
@@ -299,6 +303,7 @@ int Explain(const Flags& flags, std::string pod_arg, ClusterView& view, GputopoA
     // the former leader may hold the pod's filter and the new one its bind).
     const std::vector<GputopoAnswer> answers = gputopo->GetAll("/debug/pods/" + ns + "/" + name);
     const GputopoAnswer* best = nullptr;
+    json best_record;
     std::string best_time;
     const GputopoAnswer* failure = nullptr;
     bool not_json = false;
@@ -307,21 +312,23 @@ int Explain(const Flags& flags, std::string pod_arg, ClusterView& view, GputopoA
         if (a.body.status().code() != StatusCode::kNotFound && failure == nullptr) failure = &a;
         continue;
       }
-      if (!json::parse(*a.body, nullptr, false).is_object()) {
+      json record = json::parse(*a.body, nullptr, false);
+      if (!record.is_object()) {
         not_json = true;
         continue;
       }
-      const std::string time = LatestRecordTime(*a.body);
+      const std::string time = LatestRecordTime(record);
       if (best == nullptr || time > best_time) {
         best = &a;
         best_time = time;
+        best_record = std::move(record);
       }
     }
     if (best != nullptr) {
       if (Structured(flags)) {
         PrintDocument(env, flags, *best->body);
       } else {
-        env.out << ExplainRecorded(json::parse(*best->body), style);
+        env.out << ExplainRecorded(best_record, style);
         env.out << "\nRecorded by gputopo: " << best->source << "\n";
       }
       return 0;
