@@ -650,6 +650,8 @@ struct Flags {
   // kube-scheduler's percentageOfNodesToScore: 100 sends every node to the extender; 0 is its
   // adaptive default (what the shipped configuration leaves), NumFeasibleNodesToFind.
   int percentage_of_nodes_to_score = 100;
+  // gputopo started with --filter-decides: a GPU pod's filter passes only its best node.
+  bool filter_decides = false;
 };
 
 // kube-scheduler's numFeasibleNodesToFind (pkg/scheduler/schedule_one.go): how many feasible
@@ -697,7 +699,7 @@ struct RunResult {
   // gputopo's record of the last cycles (/debug/pods): nodes evaluated on the request path per
   // filter and per prioritize, and how many prioritize reused their filter's evaluations.
   double debug_filter_evaluated = 0, debug_prioritize_evaluated = 0;
-  int debug_prioritize_reused = 0, debug_sampled = 0;
+  int debug_prioritize_reused = 0, debug_sampled = 0, debug_prioritized = 0;
   double watch_catch_up_ms = -1;  // after the last bind, until every reservation was confirmed
   int unbound_on_server = 0;      // backlog pods without spec.nodeName afterwards
   int overfull_gpus = 0;          // GPUs holding more pods than replicas, on the API server
@@ -903,6 +905,7 @@ RunResult RunWithGputopo(const Cluster& c, const Flags& flags) {
   options.kube = kube::KubeConfig{};
   options.kube->server = server->base_url();
   options.client.request_timeout = std::chrono::seconds(60);
+  options.filter_decides = flags.filter_decides;
   std::unique_ptr<app::App> app;
   {
     const ThreadNameScope name(kGputopoThreads);
@@ -983,6 +986,13 @@ RunResult RunWithGputopo(const Cluster& c, const Flags& flags) {
       passed = PassedNames(filtered->body);
     }
     if (!passed) return "";
+    if (passed->find(',') == std::string_view::npos) {
+      // One feasible node: kube-scheduler takes it without scoring (schedulePod, "When only
+      // one node after predicate, just use it"), so no prioritize. Node names hold no comma.
+      std::string only(passed->substr(2, passed->size() - 4));  // ["name"]
+      into.loop_own_ms += Ms(SteadyClock::now() - t3);
+      return only;
+    }
     const std::string prioritize_body = ArgsBody(pod_text, *passed);
     const auto t4 = SteadyClock::now();
     httplib::Result scored = Post(extender, "/prioritize", prioritize_body);
@@ -1083,9 +1093,11 @@ RunResult RunWithGputopo(const Cluster& c, const Flags& flags) {
     extender.Give(std::move(client));
     if (!res || res->status != 200) continue;
     const json pod = json::parse(res->body, nullptr, false);
-    if (!pod.contains("filter") || !pod.contains("prioritize")) continue;
+    if (!pod.contains("filter")) continue;
     ++r.debug_sampled;
     r.debug_filter_evaluated += pod["filter"].value("evaluated", 0.0);
+    if (!pod.contains("prioritize")) continue;  // one feasible node: no prioritize
+    ++r.debug_prioritized;
     r.debug_prioritize_evaluated += pod["prioritize"].value("evaluated", 0.0);
     if (pod["prioritize"].value("evaluationsFrom", "") == "filter") ++r.debug_prioritize_reused;
   }
@@ -1140,6 +1152,15 @@ int Main(int argc, char** argv) {
                  "nodes without an extender (the upper end measured behind the issue)")
       ->delimiter(',')
       ->capture_default_str();
+  std::vector<int> decides = {0};
+  cli.add_option("--filter-decides", decides,
+                 "0: gputopo as shipped (filter passes every node that fits, prioritize scores "
+                 "them); 1: gputopo started with --filter-decides (filter passes its best node "
+                 "alone, and kube-scheduler skips scoring). A list: each is a run beside the "
+                 "same loop without an extender")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1));
   std::vector<int> percentages = {100};
   cli.add_option("--percentage-of-nodes-to-score", percentages,
                  "kube-scheduler's percentageOfNodesToScore (a list: each is a run). 100: every "
@@ -1163,7 +1184,8 @@ int Main(int argc, char** argv) {
          "filter_p50_ms,"
          "filter_p99_ms,filter_server_p50_ms,filter_server_p99_ms,prioritize_p50_ms,"
          "prioritize_p99_ms,loop_filter_ms_per_pod,loop_prioritize_ms_per_pod,"
-         "loop_own_ms_per_pod,loop_wait_ms_per_pod,retries,given_up,names_per_request\n";
+         "loop_own_ms_per_pod,loop_wait_ms_per_pod,retries,given_up,names_per_request,"
+         "filter_decides\n";
   std::ostringstream md, notes;
   md << "| nodes | names per request | scheduler's own cycle | loop | pods/s | ratio | bind p50 | "
         "bind p99 | filter p50 | filter p99 | filter server p99 |\n"
@@ -1187,121 +1209,142 @@ int Main(int argc, char** argv) {
             stderr, "%d nodes: %zu pods bound already, %d pending (%ld of %ld free slots)\n", nodes,
             cluster->bound.size(), flags.pods, cluster->backlog_slots, cluster->free_slots);
         const RunResult base = RunWithoutExtender(*cluster, flags);
-        const RunResult with = RunWithGputopo(*cluster, flags);
-        if (!base.ok || !with.ok) {
+        if (!base.ok) {
           std::cerr << nodes << " nodes: a run could not start\n";
           return 2;
         }
-        const double ratio =
-            PodsPerSecond(base) > 0 ? PodsPerSecond(with) / PodsPerSecond(base) : 0;
-        auto per_pod = [](double total, const RunResult& r) {
-          return r.cycles > 0 ? total / r.cycles : 0.0;
-        };
-        auto row = [&](const std::string& loop, const RunResult& r, bool extender) {
-          const std::string dash = "-";
-          md << "| " << nodes << " | " << sent << " | " << Fmt(cycle_us / 1000.0, 1, " ms") << " | "
-             << loop << " | " << Fmt(PodsPerSecond(r), 0) << " | "
-             << (extender ? Fmt(ratio, 2) : dash) << " | "
-             << Fmt(Percentile(r.bind_ms, 0.5), 2, " ms") << " | "
-             << Fmt(Percentile(r.bind_ms, 0.99), 2, " ms") << " | "
-             << (extender ? Fmt(Percentile(r.filter_ms, 0.5), 3, " ms") : dash) << " | "
-             << (extender ? Fmt(Percentile(r.filter_ms, 0.99), 3, " ms") : dash) << " | "
-             << (extender ? Fmt(Percentile(r.filter_server_ms, 0.99), 3, " ms") : dash) << " |\n";
-          csv << nodes << "," << cycle_us << "," << flags.pods << ","
-              << (extender ? "gputopo" : "no-extender") << "," << r.seconds << ","
-              << PodsPerSecond(r) << "," << (extender ? ratio : 1.0) << ","
-              << Percentile(r.bind_ms, 0.5) << "," << Percentile(r.bind_ms, 0.99) << ","
-              << Percentile(r.filter_ms, 0.5) << "," << Percentile(r.filter_ms, 0.99) << ","
-              << Percentile(r.filter_server_ms, 0.5) << "," << Percentile(r.filter_server_ms, 0.99)
-              << "," << Percentile(r.prioritize_ms, 0.5) << "," << Percentile(r.prioritize_ms, 0.99)
-              << "," << per_pod(r.loop_filter_ms, r) << "," << per_pod(r.loop_prioritize_ms, r)
-              << "," << per_pod(r.loop_own_ms, r) << "," << per_pod(r.loop_wait_ms, r) << ","
-              << r.retries << "," << r.given_up << "," << names_sent << "\n";
-        };
-        row("gputopo", with, true);
-        row("no extender", base, false);
-        auto mean = [](const std::vector<double>& v) {
-          return v.empty()
-                     ? 0.0
-                     : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-        };
-        char line[4096];
-        std::snprintf(
-            line, sizeof(line),
-            "- %d nodes, %s names per request, scheduler's own cycle %d us (%zu pods already "
-            "bound, %d pending), the loop's time per pod, mean: with "
-            "gputopo %.3f ms = filter %.3f (of which gputopo's handler %.3f) + prioritize %.3f "
-            "(handler %.3f) + the generator's own work %.3f (the scheduler's own cycle, request "
-            "bodies, reading replies, choosing) + waiting for a bind worker or the last binds "
-            "%.3f; "
-            "without an extender "
-            "%.3f ms, %.3f of it waiting for a bind worker. Cores busy during the run, with "
-            "gputopo: "
-            "%s; without an extender: %s.\n",
-            nodes, sent.c_str(), cycle_us, cluster->bound.size(), flags.pods,
-            per_pod(with.loop_filter_ms + with.loop_prioritize_ms + with.loop_own_ms +
-                        with.loop_wait_ms,
-                    with),
-            per_pod(with.loop_filter_ms, with), mean(with.filter_server_ms),
-            per_pod(with.loop_prioritize_ms, with), mean(with.prioritize_server_ms),
-            per_pod(with.loop_own_ms, with), per_pod(with.loop_wait_ms, with),
-            per_pod(base.loop_own_ms + base.loop_wait_ms, base), per_pod(base.loop_wait_ms, base),
-            DescribeCores(with.cores).c_str(), DescribeCores(base.cores).c_str());
-        notes << line;
-        std::fprintf(stderr, "%s", line);
-        {
-          // What the round trips alone cost: the same loop if gputopo's handlers took no time.
-          const double with_pod = per_pod(
-              with.loop_filter_ms + with.loop_prioritize_ms + with.loop_own_ms + with.loop_wait_ms,
-              with);
-          const double handlers = mean(with.filter_server_ms) + mean(with.prioritize_server_ms);
-          const double base_pod = per_pod(base.loop_own_ms + base.loop_wait_ms, base);
-          const double transport =
-              per_pod(with.loop_filter_ms + with.loop_prioritize_ms, with) - handlers;
-          std::snprintf(line, sizeof(line),
-                        "- %d nodes, %s names, where the time goes: of the %.3f ms that filter "
-                        "and prioritize add per pod, gputopo's handlers take %.3f and the two "
-                        "HTTP round trips (client, loopback, server I/O) %.3f; with handlers "
-                        "that took no time the ratio would be %.2f on this machine.\n",
-                        nodes, sent.c_str(), with_pod - base_pod, handlers, transport,
-                        base_pod / std::max(1e-9, with_pod - handlers));
+        bool base_row = false;
+        for (int decide : decides) {
+          flags.filter_decides = decide != 0;
+          const std::string mode = flags.filter_decides ? ", --filter-decides" : "";
+          const RunResult with = RunWithGputopo(*cluster, flags);
+          if (!with.ok) {
+            std::cerr << nodes << " nodes: a run could not start\n";
+            return 2;
+          }
+          const double ratio =
+              PodsPerSecond(base) > 0 ? PodsPerSecond(with) / PodsPerSecond(base) : 0;
+          auto per_pod = [](double total, const RunResult& r) {
+            return r.cycles > 0 ? total / r.cycles : 0.0;
+          };
+          auto row = [&](const std::string& loop, const RunResult& r, bool extender) {
+            const std::string dash = "-";
+            md << "| " << nodes << " | " << sent << " | " << Fmt(cycle_us / 1000.0, 1, " ms")
+               << " | " << loop << " | " << Fmt(PodsPerSecond(r), 0) << " | "
+               << (extender ? Fmt(ratio, 2) : dash) << " | "
+               << Fmt(Percentile(r.bind_ms, 0.5), 2, " ms") << " | "
+               << Fmt(Percentile(r.bind_ms, 0.99), 2, " ms") << " | "
+               << (extender ? Fmt(Percentile(r.filter_ms, 0.5), 3, " ms") : dash) << " | "
+               << (extender ? Fmt(Percentile(r.filter_ms, 0.99), 3, " ms") : dash) << " | "
+               << (extender ? Fmt(Percentile(r.filter_server_ms, 0.99), 3, " ms") : dash) << " |\n";
+            csv << nodes << "," << cycle_us << "," << flags.pods << ","
+                << (extender ? "gputopo" : "no-extender") << "," << r.seconds << ","
+                << PodsPerSecond(r) << "," << (extender ? ratio : 1.0) << ","
+                << Percentile(r.bind_ms, 0.5) << "," << Percentile(r.bind_ms, 0.99) << ","
+                << Percentile(r.filter_ms, 0.5) << "," << Percentile(r.filter_ms, 0.99) << ","
+                << Percentile(r.filter_server_ms, 0.5) << ","
+                << Percentile(r.filter_server_ms, 0.99) << "," << Percentile(r.prioritize_ms, 0.5)
+                << "," << Percentile(r.prioritize_ms, 0.99) << "," << per_pod(r.loop_filter_ms, r)
+                << "," << per_pod(r.loop_prioritize_ms, r) << "," << per_pod(r.loop_own_ms, r)
+                << "," << per_pod(r.loop_wait_ms, r) << "," << r.retries << "," << r.given_up << ","
+                << names_sent << "," << (extender && flags.filter_decides ? 1 : 0) << "\n";
+          };
+          row(flags.filter_decides ? "gputopo, filter decides" : "gputopo", with, true);
+          if (!base_row) row("no extender", base, false);
+          base_row = true;
+          auto mean = [](const std::vector<double>& v) {
+            return v.empty()
+                       ? 0.0
+                       : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+          };
+          char line[4096];
+          std::snprintf(
+              line, sizeof(line),
+              "- %d nodes, %s names per request%s, scheduler's own cycle %d us (%zu pods already "
+              "bound, %d pending), the loop's time per pod, mean: with "
+              "gputopo %.3f ms = filter %.3f (of which gputopo's handler %.3f) + prioritize %.3f "
+              "(handler %.3f) + the generator's own work %.3f (the scheduler's own cycle, request "
+              "bodies, reading replies, choosing) + waiting for a bind worker or the last binds "
+              "%.3f; "
+              "without an extender "
+              "%.3f ms, %.3f of it waiting for a bind worker. Cores busy during the run, with "
+              "gputopo: "
+              "%s; without an extender: %s.\n",
+              nodes, sent.c_str(), mode.c_str(), cycle_us, cluster->bound.size(), flags.pods,
+              per_pod(with.loop_filter_ms + with.loop_prioritize_ms + with.loop_own_ms +
+                          with.loop_wait_ms,
+                      with),
+              per_pod(with.loop_filter_ms, with), mean(with.filter_server_ms),
+              per_pod(with.loop_prioritize_ms, with), mean(with.prioritize_server_ms),
+              per_pod(with.loop_own_ms, with), per_pod(with.loop_wait_ms, with),
+              per_pod(base.loop_own_ms + base.loop_wait_ms, base), per_pod(base.loop_wait_ms, base),
+              DescribeCores(with.cores).c_str(), DescribeCores(base.cores).c_str());
           notes << line;
           std::fprintf(stderr, "%s", line);
+          {
+            // What the round trips alone cost: the same loop if gputopo's handlers took no time.
+            const double with_pod = per_pod(with.loop_filter_ms + with.loop_prioritize_ms +
+                                                with.loop_own_ms + with.loop_wait_ms,
+                                            with);
+            const double prioritized = static_cast<double>(with.prioritize_server_ms.size()) /
+                                       std::max<size_t>(1, with.filter_server_ms.size());
+            const double handlers =
+                mean(with.filter_server_ms) + prioritized * mean(with.prioritize_server_ms);
+            const double base_pod = per_pod(base.loop_own_ms + base.loop_wait_ms, base);
+            const double transport =
+                per_pod(with.loop_filter_ms + with.loop_prioritize_ms, with) - handlers;
+            std::snprintf(line, sizeof(line),
+                          "- %d nodes, %s names%s, where the time goes: of the %.3f ms that "
+                          "filter and prioritize add per pod, gputopo's handlers take %.3f and the "
+                          "%.2f HTTP round trips per pod (client, loopback, server I/O; a "
+                          "prioritize in %.0f%% of cycles) %.3f; with handlers that took no time "
+                          "the ratio would be %.2f on this machine.\n",
+                          nodes, sent.c_str(), mode.c_str(), with_pod - base_pod, handlers,
+                          1 + prioritized, 100 * prioritized, transport,
+                          base_pod / std::max(1e-9, with_pod - handlers));
+            notes << line;
+            std::fprintf(stderr, "%s", line);
+          }
+          std::snprintf(
+              line, sizeof(line),
+              "- %d nodes%s, checks: %d and %d of %d pods bound (with gputopo and without; %d "
+              "binds "
+              "retried, %d pods given up); afterwards the API server holds %d of them unbound and "
+              "%d GPUs with more than %d pods, and gputopo's watch had confirmed every bind %.0f "
+              "ms "
+              "after the last one answered; the generator's own pod watch received %zu and %zu "
+              "lines (events and bookmarks); %zu connections to gputopo opened during the run; "
+              "gputopo's Events: %s.\n",
+              nodes, mode.c_str(), with.bound, base.bound, flags.pods, with.retries,
+              with.given_up + base.given_up, with.unbound_on_server, with.overfull_gpus, kReplicas,
+              with.watch_catch_up_ms, with.informer_events, base.informer_events,
+              with.connections_opened, with.events.c_str());
+          notes << line;
+          std::fprintf(stderr, "%s", line);
+          const double sampled = std::max(1, with.debug_sampled);
+          std::snprintf(
+              line, sizeof(line),
+              "- %d nodes%s, the same cycles with no bind running (%zu before the run): filter p50 "
+              "%.3f, p99 %.3f ms end-to-end; handler mean filter %.3f, prioritize %.3f ms. "
+              "gputopo's "
+              "record of the last %d pods' cycles (`/debug/pods`): nodes evaluated on the request "
+              "path "
+              "per filter %.1f, per prioritize %.1f (mean); prioritize reused its filter's "
+              "evaluations "
+              "in %d of the %d cycles that had one (it does when the snapshot has not changed "
+              "in between).\n",
+              nodes, mode.c_str(), with.idle_filter_ms.size(), Percentile(with.idle_filter_ms, 0.5),
+              Percentile(with.idle_filter_ms, 0.99), mean(with.idle_filter_server_ms),
+              mean(with.idle_prioritize_server_ms), with.debug_sampled,
+              with.debug_filter_evaluated / sampled,
+              with.debug_prioritize_evaluated / std::max(1, with.debug_prioritized),
+              with.debug_prioritize_reused, with.debug_prioritized);
+          notes << line;
+          std::fprintf(stderr, "%s", line);
+          all_ok = all_ok && with.given_up == 0 && base.given_up == 0 &&
+                   with.unbound_on_server == 0 && with.overfull_gpus == 0 &&
+                   with.watch_catch_up_ms >= 0;
         }
-        std::snprintf(
-            line, sizeof(line),
-            "- %d nodes, checks: %d and %d of %d pods bound (with gputopo and without; %d binds "
-            "retried, %d pods given up); afterwards the API server holds %d of them unbound and "
-            "%d GPUs with more than %d pods, and gputopo's watch had confirmed every bind %.0f ms "
-            "after the last one answered; the generator's own pod watch received %zu and %zu "
-            "lines (events and bookmarks); %zu connections to gputopo opened during the run; "
-            "gputopo's Events: %s.\n",
-            nodes, with.bound, base.bound, flags.pods, with.retries, with.given_up + base.given_up,
-            with.unbound_on_server, with.overfull_gpus, kReplicas, with.watch_catch_up_ms,
-            with.informer_events, base.informer_events, with.connections_opened,
-            with.events.c_str());
-        notes << line;
-        std::fprintf(stderr, "%s", line);
-        const double sampled = std::max(1, with.debug_sampled);
-        std::snprintf(
-            line, sizeof(line),
-            "- %d nodes, the same cycles with no bind running (%zu before the run): filter p50 "
-            "%.3f, p99 %.3f ms end-to-end; handler mean filter %.3f, prioritize %.3f ms. gputopo's "
-            "record of the last %d pods' cycles (`/debug/pods`): nodes evaluated on the request "
-            "path "
-            "per filter %.1f, per prioritize %.1f (mean); prioritize reused its filter's "
-            "evaluations "
-            "in %d of %d cycles (it does when the snapshot has not changed in between).\n",
-            nodes, with.idle_filter_ms.size(), Percentile(with.idle_filter_ms, 0.5),
-            Percentile(with.idle_filter_ms, 0.99), mean(with.idle_filter_server_ms),
-            mean(with.idle_prioritize_server_ms), with.debug_sampled,
-            with.debug_filter_evaluated / sampled, with.debug_prioritize_evaluated / sampled,
-            with.debug_prioritize_reused, with.debug_sampled);
-        notes << line;
-        std::fprintf(stderr, "%s", line);
-        all_ok = all_ok && with.given_up == 0 && base.given_up == 0 &&
-                 with.unbound_on_server == 0 && with.overfull_gpus == 0 &&
-                 with.watch_catch_up_ms >= 0;
       }
     }
   }

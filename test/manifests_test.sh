@@ -483,6 +483,7 @@ build_with_component() {
 # Kubernetes 1.24, and all-pod mode.
 build_with_component variants/kube-1.24 "$tmp/manifests-1.24" "$tmp/kube124.yaml"
 build_with_component variants/all-pods "$tmp/manifests-all-pods" "$tmp/allpods.yaml"
+build_with_component variants/filter-decides "$tmp/manifests-filter-decides" "$tmp/decides.yaml"
 
 # The node agent: manifests/agent/, and with its enforce Component enabled as its
 # kustomization.yaml says (uncomment `components:`), in a copy.
@@ -1059,6 +1060,32 @@ if os.path.isdir(os.path.join(root, "manifests/variants/all-pods")):
             fail(f"{where}: gputopo must run with --policy=pack, got {policies}")
         if not os.path.isfile(os.path.join(root, "policies/presets/pack.json")):
             fail(f"{where}: the pack preset (policies/presets/pack.json) is missing")
+
+# ---------------------------------------------------------------- filter-decides component
+# manifests/ with variants/filter-decides enabled: the same objects, the same
+# KubeSchedulerConfiguration, and gputopo's arguments with --filter-decides added once.
+if os.path.isdir(os.path.join(root, "manifests/variants/filter-decides")):
+    where = "manifests/variants/filter-decides"
+    decides = list_from(os.path.join(tmp, "decides.yaml"))
+
+    def without_decides(objs):
+        return normalized_except(objs, "gputopo", lambda ctr: ctr.update(
+            args=[a for a in ctr.get("args", []) if a != "--filter-decides"]))
+
+    if not decides:
+        fail(f"{where}: manifests/ with this component does not build")
+    else:
+        if without_decides(decides) != without_decides(main):
+            fail(f"{where}: changes more than gputopo's --filter-decides")
+        c_main, k_main = ksc_key(main)
+        c_dec, k_dec = ksc_key(decides)
+        if not c_dec or not c_main or c_dec["data"][k_dec] != c_main["data"][k_main]:
+            fail(f"{where}: the KubeSchedulerConfiguration must stay as manifests/ ships it")
+        flags = [a for d in find(decides, "Deployment")
+                 for ctr in d["spec"]["template"]["spec"].get("containers", []) if ctr["name"] == "gputopo"
+                 for a in ctr.get("args", []) if a.startswith("--filter-decides")]
+        if flags != ["--filter-decides"]:
+            fail(f"{where}: gputopo must run with --filter-decides once, got {flags}")
 
 # ---------------------------------------------------------------- the node agent, as built
 # (its source files are checked in 0, without kubectl): the objects kubectl renders, the

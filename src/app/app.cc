@@ -191,7 +191,8 @@ Result<std::unique_ptr<App>> App::Create(const AppOptions& options, const Clock&
   app->recorder_ = std::make_unique<service::DecisionRecorder>(
       app->decisions_, &app->cycle_metrics_, app->background_,
       service::RecorderOptions{kMaxPendingRecords, kRecordBatchDelay});
-  app->service_ = std::make_unique<service::ExtenderService>(*app->context_, *app->recorder_);
+  app->service_ = std::make_unique<service::ExtenderService>(
+      *app->context_, *app->recorder_, service::ExtenderServiceOptions{options.filter_decides});
   app->events_ =
       std::make_unique<service::EventQueue>(*kube, kEventQueueCapacity, &StartBackgroundThread);
   app->binder_ = std::make_unique<service::Binder>(*app->context_, *kube, app->events_.get());

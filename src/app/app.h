@@ -41,6 +41,8 @@ namespace gputopo::app {
 struct AppOptions {
   http::ServerOptions server;
   std::string default_preset = "default";
+  // service::ExtenderServiceOptions::filter_decides (`--filter-decides`).
+  bool filter_decides = false;
   std::string presets_dir;   // extra preset files (*.json); empty: the built-in ones only
   std::string profiles_dir;  // extra machine profiles (*.json)
   // The source of truth: the API server when `kube` is set (live), else the snapshot: a

@@ -90,11 +90,12 @@ int RunServer(const AppOptions& options, bool demo, bool exit_after_demo) {
   }
   if (app.live()) {
     // The lists have not arrived yet: /readyz says when they have.
-    spdlog::info("gputopo serving on {} (listing nodes and pods; default preset {})", base,
-                 options.default_preset);
+    spdlog::info("gputopo serving on {} (listing nodes and pods; default preset {}{})", base,
+                 options.default_preset, options.filter_decides ? "; filter decides" : "");
   } else {
-    spdlog::info("gputopo serving on {} ({} nodes, default preset {})", base,
-                 app.state().Counts().nodes, options.default_preset);
+    spdlog::info("gputopo serving on {} ({} nodes, default preset {}{})", base,
+                 app.state().Counts().nodes, options.default_preset,
+                 options.filter_decides ? "; filter decides" : "");
   }
   if (demo) {
     std::vector<std::string> names;
@@ -292,6 +293,10 @@ int Main(int argc, char** argv) {
         ->capture_default_str();
     cmd->add_option("--policy", options.default_preset, "default scoring preset")
         ->capture_default_str();
+    cmd->add_flag("--filter-decides", options.filter_decides,
+                  "a GPU pod's filter passes only gputopo's best node, so kube-scheduler skips "
+                  "scoring: one round trip per pod, and gputopo's choice is final "
+                  "(docs/scoring.md)");
     cmd->add_option("--presets-dir", options.presets_dir, "extra preset files (*.json)");
     cmd->add_option("--profiles-dir", options.profiles_dir, "extra machine profiles (*.json)");
     cmd->add_option("--max-body-mib", max_body_mib, "largest request body accepted")

@@ -236,7 +236,7 @@ std::string WriteFilterResult(const ExtenderArgs& args,
   size_t estimate = 128;
   for (size_t i = 0; i < outcomes.size(); ++i) {
     estimate += args.node_names[i].size() + 4;
-    if (!outcomes[i].passed) estimate += outcomes[i].reason.size() + 4;
+    if (!outcomes[i].passed && !outcomes[i].omitted) estimate += outcomes[i].reason.size() + 4;
     if (args.nodes_mode && outcomes[i].passed) estimate += args.node_objects[i].size() + 1;
   }
   ReplyBuffer out(estimate);
@@ -245,7 +245,9 @@ std::string WriteFilterResult(const ExtenderArgs& args,
     out.Char('{');
     bool first = true;
     for (size_t i = 0; i < outcomes.size(); ++i) {
-      if (outcomes[i].passed || outcomes[i].unresolvable != unresolvable) continue;
+      if (outcomes[i].passed || outcomes[i].omitted || outcomes[i].unresolvable != unresolvable) {
+        continue;
+      }
       if (!first) {
         out.Reserve(1);
         out.Char(',');

@@ -83,7 +83,10 @@ Result<BindingArgs> ParseBindingArgs(std::string_view body);
 struct FilterOutcome {
   bool passed = false;
   bool unresolvable = false;
-  std::string_view reason;  // when !passed
+  std::string_view reason;  // when !passed and !omitted
+  // In neither NodeNames nor the failed maps. kube-scheduler drops such a node from the
+  // feasible ones silently (findNodesThatPassExtenders keeps only the reply's NodeNames).
+  bool omitted = false;
 };
 
 // ExtenderFilterResult for `args` and one outcome per candidate (parallel to args.node_names).

@@ -141,6 +141,12 @@ ordered_json CycleJson(const service::CycleRecord& record, size_t max_nodes) {
   if (record.GpuLessFilter()) {
     j["note"] = "pod requests no GPU: every candidate passes; its prioritize scores them";
   }
+  if (!record.decided_node.empty()) {
+    j["decided"] = record.decided_node;
+    j["note"] = "--filter-decides: the reply passed only the best of the " +
+                std::to_string(record.passed) +
+                " nodes that fit, so kube-scheduler binds there without scoring";
+  }
   std::vector<const service::CycleRecord::NodeRef*> failed;
   std::vector<const service::CycleRecord::NodeRef*> passed;
   for (const auto& ref : record.nodes) {

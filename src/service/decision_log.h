@@ -88,6 +88,9 @@ struct CycleRecord {
   // The evaluations are the pod's previous call's, reused (same snapshot): for a prioritize,
   // its filter's.
   bool from_filter = false;
+  // A filter under ExtenderServiceOptions::filter_decides that chose among several nodes that
+  // fit: the one node it passed (the others that fit were left out of the reply).
+  std::string decided_node;
   // Failures by reason over all candidates (nodes may list only some of them).
   std::map<std::string, size_t> failure_reasons;
 

@@ -1,5 +1,7 @@
 #include "src/service/extender_service.h"
 
+#include <functional>
+#include <limits>
 #include <utility>
 
 #include "policies/engine/normalize.h"
@@ -12,6 +14,32 @@ constexpr std::string_view kUnknownNodeReason =
 
 CycleSummary SummaryOf(const CycleRecord& record) {
   return {record.pod_key, record.passed, record.failed, record.unresolvable};
+}
+
+// Under filter_decides: the candidate (an index into record.nodes) that prioritize would score
+// highest, or nullopt when fewer than two fit. Ties go to the smallest hash of the pod's uid
+// and the node's name.
+std::optional<size_t> DecidedNode(const CycleRecord& record,
+                                  const std::vector<std::string_view>& names) {
+  if (record.passed < 2 || record.preset_used == nullptr) return std::nullopt;
+  const policies::ScoreNormalization mode = record.preset_used->normalization();
+  const std::hash<std::string_view> hash;
+  const size_t pod_hash = hash(record.pod_uid);
+  std::optional<size_t> best;
+  double best_score = -std::numeric_limits<double>::infinity();
+  size_t best_tie = 0;
+  for (size_t i = 0; i < record.nodes.size(); ++i) {
+    const policies::EvaluationRef& e = record.nodes[i].evaluation;
+    if (!e.fits()) continue;
+    const double score = policies::NormalizationInput(e.weighted_score, e.locality_missed, mode);
+    if (best.has_value() && score < best_score) continue;
+    const size_t tie = hash(names[i]) ^ (pod_hash * 0x9e3779b97f4a7c15ULL);
+    if (best.has_value() && score == best_score && tie >= best_tie) continue;
+    best = i;
+    best_score = score;
+    best_tie = tie;
+  }
+  return best;
 }
 
 }  // namespace
@@ -140,6 +168,16 @@ FilterReply ExtenderService::Filter(const extender::ExtenderArgs& args) {
       const policies::EvaluationRef& e = ref.evaluation;
       reply.outcomes.push_back({e.fits(), e.verdict == policies::Verdict::kUnresolvable,
                                 e.fits() ? std::string_view() : e.evaluation->reason});
+    }
+    if (options_.filter_decides) {
+      if (const std::optional<size_t> decided = DecidedNode(*record, args.node_names)) {
+        for (size_t i = 0; i < reply.outcomes.size(); ++i) {
+          if (i == *decided || !reply.outcomes[i].passed) continue;
+          reply.outcomes[i].passed = false;
+          reply.outcomes[i].omitted = true;
+        }
+        record->decided_node = std::string(args.node_names[*decided]);
+      }
     }
     reply.lease = record->lease;
   }

@@ -48,11 +48,24 @@ struct PrioritizeReply {
   CycleSummary summary;
 };
 
+struct ExtenderServiceOptions {
+  // Filter decides (`--filter-decides`): a GPU pod's filter passes only the node its prioritize
+  // would score highest, and leaves the other nodes that fit out of the reply. kube-scheduler
+  // then skips scoring, extender prioritize included, because one node is feasible
+  // (schedulePod: "When only one node after predicate, just use it"): one round trip per pod
+  // instead of two, and gputopo's choice is final among the nodes kube-scheduler's own filters
+  // passed. Ties among the best go by a hash of the pod's uid and the node's name, so that pods
+  // spread over equal nodes as kube-scheduler's random choice among equal scores spreads them.
+  // A pod without GPUs still passes every node (its prioritize scores them).
+  bool filter_decides = false;
+};
+
 class ExtenderService {
  public:
   // Both must outlive the service.
-  ExtenderService(const SchedulingContext& context, CycleObserver& observer)
-      : context_(context), observer_(observer) {}
+  ExtenderService(const SchedulingContext& context, CycleObserver& observer,
+                  ExtenderServiceOptions options = {})
+      : context_(context), observer_(observer), options_(options) {}
 
   FilterReply Filter(const extender::ExtenderArgs& args);
   PrioritizeReply Prioritize(const extender::ExtenderArgs& args);
@@ -70,6 +83,7 @@ class ExtenderService {
 
   const SchedulingContext& context_;
   CycleObserver& observer_;
+  const ExtenderServiceOptions options_;
 };
 
 }  // namespace gputopo::service

@@ -532,6 +532,27 @@ TEST(WriteFilterResultTest, NamesMode) {
   EXPECT_EQ(reply["Error"], "");
 }
 
+TEST(WriteFilterResultTest, OmittedNodesAreInNeitherListInBothModes) {
+  // --filter-decides: nodes that fit but were not chosen leave the reply altogether, which
+  // kube-scheduler reads as not feasible, with no reason to show.
+  FilterOutcome omitted;
+  omitted.omitted = true;
+  const std::vector<std::string> objects = {NodeJson("g1"), NodeJson("g2"), NodeJson("g3")};
+  ExtenderArgs args;
+  args.node_names = {"g1", "g2", "g3"};
+  const std::vector<FilterOutcome> outcomes = {omitted, Passed(), Failed("full")};
+  json reply = Parse(WriteFilterResult(args, outcomes));
+  EXPECT_EQ(reply["NodeNames"], json::array({"g2"}));
+  EXPECT_EQ(reply["FailedNodes"], json({{"g3", "full"}}));
+  EXPECT_EQ(reply["FailedAndUnresolvableNodes"], json::object());
+  args.nodes_mode = true;
+  args.node_objects = {objects[0], objects[1], objects[2]};
+  reply = Parse(WriteFilterResult(args, outcomes));
+  ASSERT_EQ(reply["Nodes"]["items"].size(), 1u);
+  EXPECT_EQ(reply["Nodes"]["items"][0], json::parse(objects[1]));
+  EXPECT_EQ(reply["FailedNodes"], json({{"g3", "full"}}));
+}
+
 TEST(WriteFilterResultTest, NamesModeAllFail) {
   ExtenderArgs args;
   args.node_names = {"a", "b"};

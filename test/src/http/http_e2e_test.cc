@@ -227,16 +227,22 @@ TEST_F(ServerTest, AfterABindTheNextPodOfAShapeIsEvaluatedFromTheCacheAlone) {
   EXPECT_EQ(second["evaluated"], 0);
 }
 
-// kube-scheduler's prioritize follows the pod's filter with the nodes that passed, in the order
-// the reply listed them. While the cluster is unchanged, the filter's evaluations are reused;
-// otherwise prioritize evaluates, and either way the scores are the same.
-TEST_F(ServerTest, PrioritizeReusesTheFilterEvaluationsOnlyWhileNothingChanged) {
+// The base cluster plus three 8-GPU H100 nodes, g2 with 3 GPUs taken.
+json WithThreeH100s() {
   json cluster = BaseCluster();
   for (const std::string name : {"g1", "g2", "g3"}) {
     cluster["items"].push_back(Node(name, 32, {{"nvidia.com/gpu.replicas", "4"}},
                                     {{"gputopo.io/topology", H100Document()}}));
   }
   cluster["items"].push_back(Pod("ml", "busy", 3, {{"gputopo.io/assigned-gpus", "0,1,2"}}, "g2"));
+  return cluster;
+}
+
+// kube-scheduler's prioritize follows the pod's filter with the nodes that passed, in the order
+// the reply listed them. While the cluster is unchanged, the filter's evaluations are reused;
+// otherwise prioritize evaluates, and either way the scores are the same.
+TEST_F(ServerTest, PrioritizeReusesTheFilterEvaluationsOnlyWhileNothingChanged) {
+  const json cluster = WithThreeH100s();
   StartWith(cluster);
   const json train = PodObject(cluster, "train");
   auto scores_of = [](const json& list) {
@@ -269,6 +275,32 @@ TEST_F(ServerTest, PrioritizeReusesTheFilterEvaluationsOnlyWhileNothingChanged) 
   const std::map<std::string, int> after_bind = prioritize(passed);
   EXPECT_FALSE(Get("/debug/pods/ml/train")["prioritize"].contains("evaluationsFrom"));
   EXPECT_EQ(after_bind, prioritize(reversed));  // what evaluating now gives
+}
+
+// --filter-decides: the filter passes prioritize's best node alone (kube-scheduler then skips
+// scoring), and /debug names it beside every node that fit.
+TEST_F(ServerTest, FilterDecidesPassesPrioritizesBestNodeAloneAndDebugNamesIt) {
+  const json cluster = WithThreeH100s();
+  StartWith(cluster, 64u << 20, /*filter_decides=*/true);
+  const json train = PodObject(cluster, "train");
+  const json names = {"g1", "plain", "h100", "g2", "nowhere", "g3"};
+  const json scores = PostJson("/prioritize", Args(train, names).dump());
+  int top = -1;
+  std::set<std::string> best;
+  for (const json& host : scores) {
+    if (host["Score"].get<int>() > top) best.clear();
+    top = std::max(top, host["Score"].get<int>());
+    if (host["Score"].get<int>() == top) best.insert(host["Host"]);
+  }
+  const json reply = PostJson("/filter", Args(train, names).dump());
+  ASSERT_EQ(reply["NodeNames"].size(), 1u) << reply.dump();
+  const std::string chosen = reply["NodeNames"][0];
+  EXPECT_EQ(best.count(chosen), 1u) << chosen << " is not among prioritize's best";
+  EXPECT_EQ(reply["FailedNodes"].size(), 1u) << "only the unknown node has a reason";
+  EXPECT_TRUE(reply["FailedNodes"].contains("nowhere"));
+  const json why = Get("/debug/pods/ml/train")["filter"];
+  EXPECT_EQ(why["decided"], chosen);
+  EXPECT_GE(why["passed"].get<int>(), 3) << why.dump();
 }
 
 // /debug keeps only some nodes of a large cycle, but counts all of them.

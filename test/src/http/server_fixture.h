@@ -80,8 +80,9 @@ inline json BaseCluster() {
 
 class ServerTest : public ::testing::Test {
  protected:
-  void StartWith(const json& cluster, size_t max_body = 64u << 20) {
+  void StartWith(const json& cluster, size_t max_body = 64u << 20, bool filter_decides = false) {
     app::AppOptions options;
+    options.filter_decides = filter_decides;
     options.server.http.port = 0;
     options.server.http.verb_threads = 4;
     options.server.http.max_body_bytes = max_body;

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,7 +31,8 @@ struct KeptRecords final : CycleObserver {
 };
 
 struct Service {
-  explicit Service(CycleObserver& observer) : service(context, observer) {
+  explicit Service(CycleObserver& observer, ExtenderServiceOptions options = {})
+      : service(context, observer, options) {
     presets.Add(cluster.shared_preset());
     cluster.Add(MakeNode().Name("a").Profile("dgx1").Replicas(2).Allocatable(16).Obj());
     cluster.Add(MakeNode().Name("b").Profile("hgx-h100").Replicas(1).Allocatable(8).Obj());
@@ -140,6 +143,102 @@ TEST(ExtenderServiceTest, AGpuLessPodPassesEveryNodeTheGpuNodesAndTheOthers) {
   EXPECT_FALSE(observer.records[1]->from_filter);
   EXPECT_EQ(observer.records[1]->nodes.size(), 3u);
   EXPECT_EQ(observer.records[1]->passed, 3u);
+}
+
+// Four equal free DGX-1 nodes but for their occupants: c0 and c1 identical and empty, c2 and
+// c3 holding pods, and a node gputopo does not know.
+extender::ExtenderArgs FourNodes(Service& s, const std::string& pod_uid) {
+  for (const char* name : {"c0", "c1", "c2", "c3"}) {
+    s.cluster.Add(MakeNode().Name(name).Profile("dgx1").Replicas(1).Allocatable(8).Obj());
+  }
+  s.cluster.Add(MakePod().Name("c2-0").Gpus(2).OnNode("c2").Assigned("0,1").Obj());
+  s.cluster.Add(MakePod().Name("c3-0").Gpus(4).OnNode("c3").Assigned("0,1,2,3").Obj());
+  extender::ExtenderArgs args;
+  args.pod = MakePod().Name("p").Uid(pod_uid).Gpus(2).Obj();
+  args.node_names = {"c0", "c1", "c2", "c3", "ghost"};
+  return args;
+}
+
+TEST(ExtenderServiceTest, FilterDecidesPassesOnlyTheNodePrioritizeScoresHighest) {
+  KeptRecords observer;
+  Service plain(observer);
+  Service decides(observer, ExtenderServiceOptions{true});
+  const extender::ExtenderArgs args = FourNodes(plain, "uid-p");
+  (void)FourNodes(decides, "uid-p");
+
+  const PrioritizeReply scored = plain.service.Prioritize(args);
+  int top = -1;
+  for (const auto& [host, score] : scored.scores) top = std::max(top, score);
+  const FilterReply all = plain.service.Filter(args);
+  EXPECT_EQ(all.summary.passed, 4u) << "without the option every node that fits passes";
+
+  const FilterReply one = decides.service.Filter(args);
+  ASSERT_EQ(one.outcomes.size(), 5u);
+  size_t passed = 0, omitted = 0;
+  std::string chosen;
+  for (size_t i = 0; i < one.outcomes.size(); ++i) {
+    const extender::FilterOutcome& o = one.outcomes[i];
+    if (o.passed) {
+      ++passed;
+      chosen = std::string(args.node_names[i]);
+      EXPECT_EQ(scored.scores[i].second, top) << chosen << " is not among prioritize's best";
+    }
+    if (o.omitted) {
+      ++omitted;
+      EXPECT_TRUE(all.outcomes[i].passed) << "only nodes that fit are left out";
+    }
+  }
+  EXPECT_EQ(passed, 1u);
+  EXPECT_EQ(omitted, 3u);
+  EXPECT_FALSE(one.outcomes[4].passed);
+  EXPECT_FALSE(one.outcomes[4].omitted) << "a node that does not fit keeps its reason";
+  ASSERT_FALSE(observer.records.empty());
+  EXPECT_EQ(observer.records.back()->decided_node, chosen);
+  EXPECT_EQ(observer.records.back()->passed, 4u) << "the record keeps every node that fit";
+
+  // On the wire: the chosen node alone in NodeNames, only ghost among the failed.
+  const std::string wire = extender::WriteFilterResult(args, one.outcomes);
+  EXPECT_NE(wire.find("\"NodeNames\":[\"" + chosen + "\"]"), std::string::npos) << wire;
+  EXPECT_NE(wire.find("\"ghost\":"), std::string::npos) << wire;
+  for (const char* name : {"c0", "c1", "c2", "c3"}) {
+    if (name == chosen) continue;
+    EXPECT_EQ(wire.find(std::string("\"") + name + "\""), std::string::npos) << wire;
+  }
+}
+
+TEST(ExtenderServiceTest, FilterDecidesSpreadsPodsOverEqualNodesAndLeavesOneFitAlone) {
+  KeptRecords observer;
+  Service s(observer, ExtenderServiceOptions{true});
+  extender::ExtenderArgs args = FourNodes(s, "uid-0");
+  args.node_names = {"c0", "c1", "ghost"};
+  // c0 and c1 are the same empty machine, so they tie; which one wins depends on the pod, as
+  // kube-scheduler's random choice among equal scores does, and not on the request's order.
+  std::set<std::string> chosen;
+  for (int i = 0; i < 32; ++i) {
+    args.pod.uid = "uid-" + std::to_string(i);
+    const FilterReply reply = s.service.Filter(args);
+    const std::string first = observer.records.back()->decided_node;
+    chosen.insert(first);
+    std::swap(args.node_names[0], args.node_names[1]);
+    (void)s.service.Filter(args);
+    EXPECT_EQ(observer.records.back()->decided_node, first) << "the order decided, not the pod";
+    std::swap(args.node_names[0], args.node_names[1]);
+  }
+  EXPECT_EQ(chosen, (std::set<std::string>{"c0", "c1"}));
+
+  // One node that fits: nothing to decide, the reply is the plain one.
+  args.node_names = {"c3", "ghost"};
+  const FilterReply single = s.service.Filter(args);
+  EXPECT_TRUE(single.outcomes[0].passed);
+  EXPECT_FALSE(single.outcomes[1].omitted);
+  EXPECT_TRUE(observer.records.back()->decided_node.empty());
+
+  // A pod without GPUs passes every node: its prioritize scores them.
+  args.pod = MakePod().Name("cpu").Gpus(0).Obj();
+  args.node_names = {"c0", "c1", "c2", "ghost"};
+  const FilterReply cpu = s.service.Filter(args);
+  for (const extender::FilterOutcome& o : cpu.outcomes) EXPECT_TRUE(o.passed);
+  EXPECT_TRUE(observer.records.back()->decided_node.empty());
 }
 
 }  // namespace
