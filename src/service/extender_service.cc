@@ -24,20 +24,26 @@ std::optional<size_t> DecidedNode(const CycleRecord& record,
   if (record.passed < 2 || record.preset_used == nullptr) return std::nullopt;
   const policies::ScoreNormalization mode = record.preset_used->normalization();
   const std::hash<std::string_view> hash;
-  const size_t pod_hash = hash(record.pod_uid);
+  const size_t pod_salt = hash(record.pod_uid) * 0x9e3779b97f4a7c15ULL;
+  auto tie_key = [&](size_t i) { return hash(names[i]) ^ pod_salt; };
   std::optional<size_t> best;
   double best_score = -std::numeric_limits<double>::infinity();
-  size_t best_tie = 0;
+  std::optional<size_t> best_tie;  // tie_key(*best), computed at the first tie only
   for (size_t i = 0; i < record.nodes.size(); ++i) {
     const policies::EvaluationRef& e = record.nodes[i].evaluation;
     if (!e.fits()) continue;
     const double score = policies::NormalizationInput(e.weighted_score, e.locality_missed, mode);
     if (best.has_value() && score < best_score) continue;
-    const size_t tie = hash(names[i]) ^ (pod_hash * 0x9e3779b97f4a7c15ULL);
-    if (best.has_value() && score == best_score && tie >= best_tie) continue;
+    if (best.has_value() && score == best_score) {
+      if (!best_tie.has_value()) best_tie = tie_key(*best);
+      const size_t tie = tie_key(i);
+      if (tie >= *best_tie) continue;
+      best_tie = tie;
+    } else {
+      best_tie.reset();
+    }
     best = i;
     best_score = score;
-    best_tie = tie;
   }
   return best;
 }
