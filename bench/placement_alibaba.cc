@@ -162,7 +162,9 @@ RunResult Run(const std::string& workload, const std::vector<TraceNode>& trace_n
     // gputopo-all:<preset> in all-pod mode.
     const GputopoMode mode = policy.rfind("gputopo-alone:", 0) == 0 ? GputopoMode::kAlone
                              : policy.rfind("gputopo-all:", 0) == 0 ? GputopoMode::kAllPods
-                                                                    : GputopoMode::kBehindScheduler;
+                             : policy.rfind("gputopo-decides:", 0) == 0
+                                 ? GputopoMode::kAllPodsFilterDecides
+                                 : GputopoMode::kBehindScheduler;
     std::string preset = policy.substr(policy.find(':') + 1);
     // <preset>@half=<pods>;mem=<0|1>;cover=<share>;classes=<n>: the learner's options.
     cluster::WorkloadLearnerOptions learner;
@@ -327,7 +329,8 @@ int Main(int argc, char** argv) {
          "--policies", policy_list,
          "random, bestfit, stock, fgd, fgd-exact, fgd-random-ties, fgd-exact-random-ties, "
          "fgd-pack:<milli per unit of packing>, fgd-as-extender, "
-         "gputopo:<preset>, gputopo-alone:<preset>, gputopo-all:<preset> (shipped presets, "
+         "gputopo:<preset>, gputopo-alone:<preset>, gputopo-all:<preset>, gputopo-decides:<preset> "
+         "(all-pod mode with --filter-decides; shipped presets, "
          "learned-pack=<packing share>, or trace-allpods[=<packing share>]: pack with the "
          "trace's mix pinned), each optionally @half=;mem=;cover=;classes=;check=;distance= "
          "for the workload learner")

@@ -347,6 +347,8 @@ class GputopoPlacer final : public Placer {
         return "gputopo alone " + name_;
       case GputopoMode::kAllPods:
         return "gputopo all-pod " + name_;
+      case GputopoMode::kAllPodsFilterDecides:
+        return "gputopo all-pod, filter decides " + name_;
       case GputopoMode::kBehindScheduler:
         break;
     }
@@ -355,7 +357,9 @@ class GputopoPlacer final : public Placer {
 
   Placement Choose(const SimCluster& cluster, const SimPod& pod) override {
     BestOf best(rng_);
-    if (pod.gpus == 0 && mode_ != GputopoMode::kAllPods) {
+    const bool all_pods =
+        mode_ == GputopoMode::kAllPods || mode_ == GputopoMode::kAllPodsFilterDecides;
+    if (pod.gpus == 0 && !all_pods) {
       // With managedResources nvidia.com/gpu, the extender is not called for pods without it.
       for (int n = 0; n < cluster.node_count(); ++n) {
         if (cluster.HostFits(n, pod)) best.Offer(n, KubeDefaultScore(cluster, n, pod));
@@ -391,12 +395,24 @@ class GputopoPlacer final : public Placer {
         candidates.size() > 1 ? policies::NormalizeScores(weighted, preset_->normalization())
                               : std::vector<int>(1, 0);  // kube-scheduler skips prioritize
     size_t chosen = 0;
+    if (mode_ == GputopoMode::kAllPodsFilterDecides && pod.gpus > 0) {
+      chosen = *policies::DecidedCandidate(
+          candidates.size(), [&](size_t i) { return weighted[i]; },
+          [&](size_t i) {
+            return policies::FilterDecidesTieKey(info.uid, cluster.node(candidates[i]).name);
+          });
+      Placement p;
+      p.node = candidates[chosen];
+      p.gpus = topology::ToIndices(evaluator.evaluation(evaluations[chosen]).gpus);
+      return p;
+    }
     for (size_t i = 0; i < candidates.size(); ++i) {
       switch (mode_) {
         case GputopoMode::kAlone:
           best.Offer(static_cast<int>(i), *weighted[i]);
           break;
         case GputopoMode::kAllPods:
+        case GputopoMode::kAllPodsFilterDecides:  // a GPU-less pod: every node passes
           // manifests/variants/all-pods: kube-scheduler's resource scores are off; the
           // extender's priority (weight 10) decides, ties at random.
           best.Offer(static_cast<int>(i), 100.0 * priorities[i]);

@@ -90,6 +90,10 @@ enum class GputopoMode {
   // manifests/variants/all-pods: gputopo is called for every pod, kube-scheduler's resource
   // scores are off, and gputopo's priority (the preset's normalization) decides; ties at random.
   kAllPods,
+  // kAllPods with gputopo's --filter-decides (manifests/variants/filter-decides): a GPU pod's
+  // filter passes gputopo's best node alone (ties by the server's hash of pod uid and node name),
+  // so kube-scheduler takes it without scoring; a GPU-less pod as in kAllPods.
+  kAllPodsFilterDecides,
 };
 // gputopo: kube-scheduler's filters plus gputopo's filter and prioritize (preset `preset`) as
 // `mode` combines them; GPUs as gputopo's bind chooses them. Every bound pod reaches gputopo's

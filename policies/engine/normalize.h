@@ -9,11 +9,13 @@
 // own score plugins off (manifests/variants/all-pods), the node kube-scheduler picks is then
 // always one of gputopo's best, however close the runners-up are.
 //
-// Thread safety: pure function.
+// Thread safety: pure functions.
 #ifndef GPUTOPO_POLICIES_ENGINE_NORMALIZE_H_
 #define GPUTOPO_POLICIES_ENGINE_NORMALIZE_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -50,6 +52,40 @@ inline double NormalizationInput(double weighted_score, bool locality_missed,
                                  ScoreNormalization mode) {
   return locality_missed && mode == ScoreNormalization::kRank ? weighted_score - 20.0
                                                               : weighted_score;
+}
+
+// --filter-decides: the one candidate a filter passes. `input_at(i)` is candidate i's
+// NormalizationInput, nullopt where it does not fit; the highest wins, so the node is one that
+// prioritize would give its top priority. Ties go to the smallest `tie_key(i)`, asked only for
+// candidates tied at the top. nullopt when none of the `count` fits.
+template <class InputAt, class TieKey>
+std::optional<size_t> DecidedCandidate(size_t count, InputAt input_at, TieKey tie_key) {
+  std::optional<size_t> best;
+  double best_input = 0;
+  std::optional<size_t> best_tie;  // tie_key(*best), from its first tie on
+  for (size_t i = 0; i < count; ++i) {
+    const std::optional<double> input = input_at(i);
+    if (!input.has_value() || (best.has_value() && *input < best_input)) continue;
+    if (best.has_value() && *input == best_input) {
+      if (!best_tie.has_value()) best_tie = tie_key(*best);
+      const size_t tie = tie_key(i);
+      if (tie >= *best_tie) continue;
+      best_tie = tie;
+    } else {
+      best_tie.reset();
+    }
+    best = i;
+    best_input = *input;
+  }
+  return best;
+}
+
+// The tie key --filter-decides uses: a hash of the pod's uid and the node's name, so that pods
+// spread over equal nodes as kube-scheduler's random choice among equal scores spreads them,
+// and a pod's choice does not depend on the order of the candidates.
+inline size_t FilterDecidesTieKey(std::string_view pod_uid, std::string_view node_name) {
+  const std::hash<std::string_view> hash;
+  return hash(node_name) ^ (hash(pod_uid) * 0x9e3779b97f4a7c15ULL);
 }
 
 // One priority per score; nullopt scores (nodes that do not fit) get 0 and do not count for

@@ -1,7 +1,5 @@
 #include "src/service/extender_service.h"
 
-#include <functional>
-#include <limits>
 #include <utility>
 
 #include "policies/engine/normalize.h"
@@ -17,35 +15,19 @@ CycleSummary SummaryOf(const CycleRecord& record) {
 }
 
 // Under filter_decides: the candidate (an index into record.nodes) that prioritize would score
-// highest, or nullopt when fewer than two fit. Ties go to the smallest hash of the pod's uid
-// and the node's name.
+// highest (policies::DecidedCandidate), or nullopt when fewer than two fit.
 std::optional<size_t> DecidedNode(const CycleRecord& record,
                                   const std::vector<std::string_view>& names) {
   if (record.passed < 2 || record.preset_used == nullptr) return std::nullopt;
   const policies::ScoreNormalization mode = record.preset_used->normalization();
-  const std::hash<std::string_view> hash;
-  const size_t pod_salt = hash(record.pod_uid) * 0x9e3779b97f4a7c15ULL;
-  auto tie_key = [&](size_t i) { return hash(names[i]) ^ pod_salt; };
-  std::optional<size_t> best;
-  double best_score = -std::numeric_limits<double>::infinity();
-  std::optional<size_t> best_tie;  // tie_key(*best), computed at the first tie only
-  for (size_t i = 0; i < record.nodes.size(); ++i) {
-    const policies::EvaluationRef& e = record.nodes[i].evaluation;
-    if (!e.fits()) continue;
-    const double score = policies::NormalizationInput(e.weighted_score, e.locality_missed, mode);
-    if (best.has_value() && score < best_score) continue;
-    if (best.has_value() && score == best_score) {
-      if (!best_tie.has_value()) best_tie = tie_key(*best);
-      const size_t tie = tie_key(i);
-      if (tie >= *best_tie) continue;
-      best_tie = tie;
-    } else {
-      best_tie.reset();
-    }
-    best = i;
-    best_score = score;
-  }
-  return best;
+  return policies::DecidedCandidate(
+      record.nodes.size(),
+      [&](size_t i) -> std::optional<double> {
+        const policies::EvaluationRef& e = record.nodes[i].evaluation;
+        if (!e.fits()) return std::nullopt;
+        return policies::NormalizationInput(e.weighted_score, e.locality_missed, mode);
+      },
+      [&](size_t i) { return policies::FilterDecidesTieKey(record.pod_uid, names[i]); });
 }
 
 }  // namespace

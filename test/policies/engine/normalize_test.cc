@@ -79,5 +79,35 @@ TEST(NormalizeScoresTest, RankPutsNodesThatMissedLocalityBelowEveryNodeThatMetIt
   EXPECT_EQ(NormalizationInput(9.5, false, rank), 9.5);
 }
 
+// --filter-decides: the highest input wins; ties go to the smallest key, and keys are asked for
+// only where there is a tie at the top.
+TEST(DecidedCandidateTest, HighestInputWinsAndOnlyTopTiesAskForKeys) {
+  const std::vector<std::optional<double>> inputs = {3.0, std::nullopt, 7.5, 7.5, 1.0, 7.5};
+  const std::vector<size_t> keys = {9, 9, 40, 20, 9, 30};
+  std::vector<size_t> asked;
+  const std::optional<size_t> best = DecidedCandidate(
+      inputs.size(), [&](size_t i) { return inputs[i]; },
+      [&](size_t i) {
+        asked.push_back(i);
+        return keys[i];
+      });
+  EXPECT_EQ(best, std::optional<size_t>(3));
+  std::sort(asked.begin(), asked.end());
+  EXPECT_EQ(asked, (std::vector<size_t>{2, 3, 5}));
+  // A node that does not fit never wins, however it would score.
+  EXPECT_EQ(DecidedCandidate(
+                2, [](size_t i) { return i == 0 ? std::nullopt : std::optional<double>(0.0); },
+                [](size_t) { return size_t{0}; }),
+            std::optional<size_t>(1));
+  EXPECT_FALSE(
+      DecidedCandidate(
+          3, [](size_t) { return std::optional<double>(); }, [](size_t) { return size_t{0}; })
+          .has_value());
+  // The tie key depends on the pod, so equal nodes are not always decided the same way.
+  EXPECT_NE(FilterDecidesTieKey("uid-a", "node-1") < FilterDecidesTieKey("uid-a", "node-2"),
+            FilterDecidesTieKey("uid-b", "node-1") < FilterDecidesTieKey("uid-b", "node-2"))
+      << "two pods happen to order these nodes alike; pick other uids";
+}
+
 }  // namespace
 }  // namespace gputopo::policies
