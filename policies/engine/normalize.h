@@ -60,24 +60,26 @@ inline double NormalizationInput(double weighted_score, bool locality_missed,
 // candidates tied at the top. nullopt when none of the `count` fits.
 template <class InputAt, class TieKey>
 std::optional<size_t> DecidedCandidate(size_t count, InputAt input_at, TieKey tie_key) {
-  std::optional<size_t> best;
+  size_t best = count;  // none yet
   double best_input = 0;
-  std::optional<size_t> best_tie;  // tie_key(*best), from its first tie on
+  bool tie_known = false;  // best_tie holds tie_key(best), from best's first tie on
+  size_t best_tie = 0;
   for (size_t i = 0; i < count; ++i) {
     const std::optional<double> input = input_at(i);
-    if (!input.has_value() || (best.has_value() && *input < best_input)) continue;
-    if (best.has_value() && *input == best_input) {
-      if (!best_tie.has_value()) best_tie = tie_key(*best);
+    if (!input.has_value() || (best < count && *input < best_input)) continue;
+    if (best < count && *input == best_input) {
+      if (!tie_known) best_tie = tie_key(best);
+      tie_known = true;
       const size_t tie = tie_key(i);
-      if (tie >= *best_tie) continue;
+      if (tie >= best_tie) continue;
       best_tie = tie;
     } else {
-      best_tie.reset();
+      tie_known = false;
     }
     best = i;
     best_input = *input;
   }
-  return best;
+  return best < count ? std::optional<size_t>(best) : std::nullopt;
 }
 
 // The tie key --filter-decides uses: a hash of the pod's uid and the node's name, so that pods
