@@ -988,6 +988,13 @@ def normalized_except(objs, container, blank):
     return sorted(out, key=lambda o: (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]))
 
 
+def gputopo_args(objs, prefix):
+    """The arguments of every Deployment container named gputopo that start with `prefix`."""
+    return [a for d in find(objs, "Deployment")
+            for ctr in d["spec"]["template"]["spec"].get("containers", []) if ctr["name"] == "gputopo"
+            for a in ctr.get("args", []) if a.startswith(prefix)]
+
+
 # ---------------------------------------------------------------- Kubernetes 1.24 component
 # manifests/ with variants/kube-1.24 enabled: the same objects but for the ConfigMap's
 # KubeSchedulerConfiguration (v1beta3 instead of v1, the same settings) and the kube-scheduler
@@ -1053,9 +1060,7 @@ if os.path.isdir(os.path.join(root, "manifests/variants/all-pods")):
             if same != main_ksc:
                 fail(f"{where}: its configuration differs from manifests/kube-scheduler-config.yaml "
                      f"in more than plugins, weight and managedResources")
-        policies = [a for d in find(allpods, "Deployment")
-                    for ctr in d["spec"]["template"]["spec"].get("containers", []) if ctr["name"] == "gputopo"
-                    for a in ctr.get("args", []) if a.startswith("--policy")]
+        policies = gputopo_args(allpods, "--policy")
         if policies != ["--policy=pack"]:
             fail(f"{where}: gputopo must run with --policy=pack, got {policies}")
         if not os.path.isfile(os.path.join(root, "policies/presets/pack.json")):
@@ -1081,9 +1086,7 @@ if os.path.isdir(os.path.join(root, "manifests/variants/filter-decides")):
         c_dec, k_dec = ksc_key(decides)
         if not c_dec or not c_main or c_dec["data"][k_dec] != c_main["data"][k_main]:
             fail(f"{where}: the KubeSchedulerConfiguration must stay as manifests/ ships it")
-        flags = [a for d in find(decides, "Deployment")
-                 for ctr in d["spec"]["template"]["spec"].get("containers", []) if ctr["name"] == "gputopo"
-                 for a in ctr.get("args", []) if a.startswith("--filter-decides")]
+        flags = gputopo_args(decides, "--filter-decides")
         if flags != ["--filter-decides"]:
             fail(f"{where}: gputopo must run with --filter-decides once, got {flags}")
 

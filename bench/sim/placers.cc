@@ -391,39 +391,37 @@ class GputopoPlacer final : public Placer {
                                                       preset_->normalization()));
     }
     if (candidates.empty()) return {};
-    const std::vector<int> priorities =
-        candidates.size() > 1 ? policies::NormalizeScores(weighted, preset_->normalization())
-                              : std::vector<int>(1, 0);  // kube-scheduler skips prioritize
     size_t chosen = 0;
     if (mode_ == GputopoMode::kAllPodsFilterDecides && pod.gpus > 0) {
+      // The filter passes gputopo's best node alone: kube-scheduler takes it without scoring.
       chosen = *policies::DecidedCandidate(
           candidates.size(), [&](size_t i) { return weighted[i]; },
           [&](size_t i) {
             return policies::FilterDecidesTieKey(info.uid, cluster.node(candidates[i]).name);
           });
-      Placement p;
-      p.node = candidates[chosen];
-      p.gpus = topology::ToIndices(evaluator.evaluation(evaluations[chosen]).gpus);
-      return p;
-    }
-    for (size_t i = 0; i < candidates.size(); ++i) {
-      switch (mode_) {
-        case GputopoMode::kAlone:
-          best.Offer(static_cast<int>(i), *weighted[i]);
-          break;
-        case GputopoMode::kAllPods:
-        case GputopoMode::kAllPodsFilterDecides:  // a GPU-less pod: every node passes
-          // manifests/variants/all-pods: kube-scheduler's resource scores are off; the
-          // extender's priority (weight 10) decides, ties at random.
-          best.Offer(static_cast<int>(i), 100.0 * priorities[i]);
-          break;
-        case GputopoMode::kBehindScheduler:
-          best.Offer(static_cast<int>(i),
-                     KubeDefaultScore(cluster, candidates[i], pod) + 50.0 * priorities[i]);
-          break;
+    } else {
+      const std::vector<int> priorities =
+          candidates.size() > 1 ? policies::NormalizeScores(weighted, preset_->normalization())
+                                : std::vector<int>(1, 0);  // kube-scheduler skips prioritize
+      for (size_t i = 0; i < candidates.size(); ++i) {
+        switch (mode_) {
+          case GputopoMode::kAlone:
+            best.Offer(static_cast<int>(i), *weighted[i]);
+            break;
+          case GputopoMode::kAllPods:
+          case GputopoMode::kAllPodsFilterDecides:  // a GPU-less pod: every node passes
+            // manifests/variants/all-pods: kube-scheduler's resource scores are off; the
+            // extender's priority (weight 10) decides, ties at random.
+            best.Offer(static_cast<int>(i), 100.0 * priorities[i]);
+            break;
+          case GputopoMode::kBehindScheduler:
+            best.Offer(static_cast<int>(i),
+                       KubeDefaultScore(cluster, candidates[i], pod) + 50.0 * priorities[i]);
+            break;
+        }
       }
+      chosen = static_cast<size_t>(best.best());
     }
-    chosen = static_cast<size_t>(best.best());
     Placement p;
     p.node = candidates[chosen];
     if (pod.gpus > 0) p.gpus = topology::ToIndices(evaluator.evaluation(evaluations[chosen]).gpus);

@@ -151,21 +151,19 @@ FilterReply ExtenderService::Filter(const extender::ExtenderArgs& args) {
   } else if (record->GpuLessFilter()) {
     reply.outcomes.assign(args.node_names.size(), {true, false, std::string_view()});
   } else {
+    // The decided candidate's index, or none (nodes.size()): a plain index, not an optional,
+    // which GCC's -O2 reports as maybe-uninitialized.
+    const size_t none = record->nodes.size();
+    const size_t decided =
+        options_.filter_decides ? DecidedNode(*record, args.node_names).value_or(none) : none;
+    if (decided != none) record->decided_node = std::string(args.node_names[decided]);
     reply.outcomes.reserve(record->nodes.size());
-    for (const CycleRecord::NodeRef& ref : record->nodes) {
-      const policies::EvaluationRef& e = ref.evaluation;
-      reply.outcomes.push_back({e.fits(), e.verdict == policies::Verdict::kUnresolvable,
-                                e.fits() ? std::string_view() : e.evaluation->reason});
-    }
-    if (options_.filter_decides) {
-      if (const std::optional<size_t> decided = DecidedNode(*record, args.node_names)) {
-        for (size_t i = 0; i < reply.outcomes.size(); ++i) {
-          if (i == *decided || !reply.outcomes[i].passed) continue;
-          reply.outcomes[i].passed = false;
-          reply.outcomes[i].omitted = true;
-        }
-        record->decided_node = std::string(args.node_names[*decided]);
-      }
+    for (size_t i = 0; i < record->nodes.size(); ++i) {
+      const policies::EvaluationRef& e = record->nodes[i].evaluation;
+      const bool left_out = e.fits() && decided != none && i != decided;
+      reply.outcomes.push_back({e.fits() && !left_out,
+                                e.verdict == policies::Verdict::kUnresolvable,
+                                e.fits() ? std::string_view() : e.evaluation->reason, left_out});
     }
     reply.lease = record->lease;
   }
