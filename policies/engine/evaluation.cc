@@ -160,6 +160,7 @@ std::string DescribeShortfall(const PlacementContext& ctx, const Eligibility& e)
 class PreparedPreset {
  public:
   PreparedPreset(const PlacementContext& ctx, const Preset& preset) {
+    parts_.reserve(preset.components().size());
     for (const WeightedComponent& c : preset.components()) {
       const bool scores = ctx.pod.gpus > 0 || c.component->ScoresGpuLessPods();
       parts_.push_back({&c, scores ? c.component->Prepare(ctx) : nullptr});

@@ -114,23 +114,50 @@ FreeView Fragmentation::After(const PlacementContext& ctx, FreeView view, GpuMas
 
 namespace {
 
-// The fragmentation of one node before the pod, kept per workload class so that each candidate
-// set is scored by updating only the GPUs it changes.
+// The fragmentation of one node before the pod, kept per workload class, and what placing the
+// pod on each GPU changes for each class, so that a candidate set is scored by adding up its
+// GPUs' changes. Every free capacity is a whole number of milli, so the sums are exact in any
+// order.
 class PreparedFragmentation final : public PreparedScore {
  public:
   PreparedFragmentation(const PlacementContext& ctx, const std::vector<WorkloadClass>& workload)
-      : ctx_(ctx), workload_(workload), before_(Fragmentation::Before(ctx)) {
-    for (int g = 0; g < before_.gpu_count; ++g) total_before_ += before_.free_milli[Index(g)];
+      : workload_(workload), before_(Fragmentation::Before(ctx)) {
+    const int gpus = before_.gpu_count;
+    for (int g = 0; g < gpus; ++g) total_before_ += before_.free_milli[Index(g)];
+    // The GPUs after taking the pod, each on its own.
+    std::array<int, 64> slots_after{};
+    std::array<int, 64> milli_after{};
+    for (int g = 0; g < gpus; ++g) {
+      const size_t i = Index(g);
+      if (ctx.pod.exclusive) {
+        slots_after[i] = 0;
+        milli_after[i] = 0;
+      } else {
+        slots_after[i] = std::max(0, before_.free_slots[i] - 1);
+        milli_after[i] = std::max(0, before_.free_milli[i] - ctx.share_milli);
+      }
+      taken_[i] = before_.free_milli[i] - milli_after[i];
+    }
     double weights = 0.0;
-    for (const WorkloadClass& cls : workload_) {
+    classes_.reserve(workload_.size());
+    unusable_change_.assign(workload_.size() * static_cast<size_t>(gpus), 0);
+    for (size_t c = 0; c < workload_.size(); ++c) {
+      const WorkloadClass& cls = workload_[c];
       ClassState state;
-      for (int g = 0; g < before_.gpu_count; ++g) {
-        if (Usable(before_.free_slots[Index(g)], before_.free_milli[Index(g)], cls,
-                   before_.default_share)) {
+      for (int g = 0; g < gpus; ++g) {
+        const size_t i = Index(g);
+        const bool usable_before =
+            Usable(before_.free_slots[i], before_.free_milli[i], cls, before_.default_share);
+        const bool usable_after =
+            Usable(slots_after[i], milli_after[i], cls, before_.default_share);
+        if (usable_before) {
           state.usable |= topology::Bit(g);
         } else {
-          state.unusable += before_.free_milli[Index(g)];
+          state.unusable += before_.free_milli[i];
         }
+        if (usable_after) state.usable_after |= topology::Bit(g);
+        unusable_change_[c * static_cast<size_t>(gpus) + i] =
+            (usable_before ? 0 : -before_.free_milli[i]) + (usable_after ? 0 : milli_after[i]);
       }
       state.host_fits_after = HostFits(Less(before_.cpu_free, ctx.pod.cpu_milli),
                                        Less(before_.memory_free, ctx.pod.memory_bytes), cls);
@@ -145,42 +172,29 @@ class PreparedFragmentation final : public PreparedScore {
   // Expected stranded capacity (milli) after placing the pod on `gpus`, minus before.
   double Delta(GpuMask gpus) const {
     if (weight_sum_ <= 0.0) return 0.0;
-    std::array<int, 64> slots_after{};
-    std::array<int, 64> milli_after{};
-    double total_after = total_before_;
+    int64_t taken = 0;
     for (GpuMask rest = gpus; rest != 0; rest &= rest - 1) {
-      const auto g = static_cast<size_t>(std::countr_zero(rest));
-      if (ctx_.pod.exclusive) {
-        slots_after[g] = 0;
-        milli_after[g] = 0;
-      } else {
-        slots_after[g] = std::max(0, before_.free_slots[g] - 1);
-        milli_after[g] = std::max(0, before_.free_milli[g] - ctx_.share_milli);
-      }
-      total_after -= before_.free_milli[g] - milli_after[g];
+      taken += taken_[Index(std::countr_zero(rest))];
     }
+    const double total_after = total_before_ - static_cast<double>(taken);
     const int node_free_after = std::max(0, before_.node_free_slots - topology::Count(gpus));
+    const auto stride = static_cast<size_t>(before_.gpu_count);
     double expected_after = 0.0;
     for (size_t c = 0; c < workload_.size(); ++c) {
       const WorkloadClass& cls = workload_[c];
-      GpuMask usable = classes_[c].usable;
-      double unusable = classes_[c].unusable;
-      for (GpuMask rest = gpus; rest != 0; rest &= rest - 1) {
-        const int g = std::countr_zero(rest);
-        const auto i = static_cast<size_t>(g);
-        if (topology::Has(usable, g)) {
-          usable &= ~topology::Bit(g);
-        } else {
-          unusable -= before_.free_milli[i];
-        }
-        if (Usable(slots_after[i], milli_after[i], cls, before_.default_share)) {
-          usable |= topology::Bit(g);
-        } else {
-          unusable += milli_after[i];
-        }
+      const ClassState& state = classes_[c];
+      const GpuMask usable = (state.usable & ~gpus) | (state.usable_after & gpus);
+      const bool fits = state.host_fits_after && Fits(usable, node_free_after, cls);
+      if (!fits) {
+        expected_after += cls.weight * total_after;
+        continue;
       }
-      const bool fits = classes_[c].host_fits_after && Fits(usable, node_free_after, cls);
-      expected_after += cls.weight * (fits ? unusable : total_after);
+      const int* change = &unusable_change_[c * stride];
+      int64_t unusable_change = 0;
+      for (GpuMask rest = gpus; rest != 0; rest &= rest - 1) {
+        unusable_change += change[std::countr_zero(rest)];
+      }
+      expected_after += cls.weight * (state.unusable + static_cast<double>(unusable_change));
     }
     return expected_after / weight_sum_ - expected_before_;
   }
@@ -199,6 +213,7 @@ class PreparedFragmentation final : public PreparedScore {
  private:
   struct ClassState {
     GpuMask usable = 0;           // GPUs a pod of the class could use
+    GpuMask usable_after = 0;     // GPUs it could still use after the pod took them
     double unusable = 0.0;        // free milli on the others
     bool host_fits_after = true;  // the node keeps the class's CPU and memory free after the pod
   };
@@ -215,11 +230,13 @@ class PreparedFragmentation final : public PreparedScore {
     return false;
   }
 
-  const PlacementContext& ctx_;
   const std::vector<WorkloadClass>& workload_;
   const FreeView before_;
   double total_before_ = 0.0;
+  std::array<int, 64> taken_{};  // milli the pod takes of each GPU
   std::vector<ClassState> classes_;
+  // [class * gpu_count + gpu]: how the class's unusable milli changes when the pod takes the GPU.
+  std::vector<int> unusable_change_;
   double expected_before_ = 0.0;
   double weight_sum_ = 0.0;
 };

@@ -46,10 +46,52 @@ double BestNumaShare(const topology::TopologyShape& shape, int n) {
   return static_cast<double>(std::min(largest, n)) / n;
 }
 
+namespace {
+
+// Locality prepared for one (pod, node): what does not depend on the candidate set (the best
+// bandwidth and NUMA share of the pod's GPU count on the machine) is computed once. Scores equal
+// LocalityComponent::Score's.
+class PreparedLocality final : public PreparedScore {
+ public:
+  PreparedLocality(const LocalityComponent& component, const PlacementContext& ctx,
+                   double numa_weight, double unmet_cap, double unknown_score)
+      : component_(component), ctx_(ctx), numa_weight_(numa_weight), unmet_cap_(unmet_cap) {
+    if (ctx.pod.gpus <= 1 || ctx.pod.locality == Locality::kNone) {
+      constant_ = kMaxComponentScore;
+      is_constant_ = true;
+    } else if (!ctx.shape.links_known()) {
+      constant_ = unknown_score;
+      is_constant_ = true;
+    } else {
+      best_weight_ = ctx.shape.BestPairwiseWeight(ctx.pod.gpus);
+      best_numa_share_ = BestNumaShare(ctx.shape, ctx.pod.gpus);
+    }
+  }
+
+  double Score(GpuMask gpus) const override {
+    if (is_constant_) return constant_;
+    const topology::TopologyShape& shape = ctx_.shape;
+    return LocalityScore(shape.PairwiseWeight(gpus), best_weight_, NumaShare(shape, gpus),
+                         best_numa_share_, numa_weight_,
+                         LocalityTargetMet(ctx_.pod.locality, shape, gpus), unmet_cap_);
+  }
+  std::string Explain(GpuMask gpus) const override { return component_.Explain(ctx_, gpus); }
+
+ private:
+  const LocalityComponent& component_;
+  const PlacementContext& ctx_;
+  double numa_weight_;
+  double unmet_cap_;
+  bool is_constant_ = false;  // every set scores constant_
+  double constant_ = 0.0;
+  double best_weight_ = 0.0;
+  double best_numa_share_ = 0.0;
+};
+
+}  // namespace
+
 std::unique_ptr<PreparedScore> LocalityComponent::Prepare(const PlacementContext& ctx) const {
-  return MakeSimplePreparedScore(
-      ctx, [this](const PlacementContext& c, GpuMask g) { return Score(c, g); },
-      [this](const PlacementContext& c, GpuMask g) { return Explain(c, g); });
+  return std::make_unique<PreparedLocality>(*this, ctx, numa_weight_, unmet_cap_, unknown_score_);
 }
 
 double LocalityComponent::Score(const PlacementContext& ctx, GpuMask gpus) const {

@@ -356,6 +356,58 @@ TEST(FragmentationComponentTest, IncrementalScoreMatchesFullRecomputation) {
   }
 }
 
+// The same agreement for what the prepared scorer precomputes per GPU: exclusive pods (which
+// empty their GPUs), and classes that need CPU the pod's own request may take.
+TEST(FragmentationComponentTest, IncrementalScoreMatchesForExclusivePodsAndCpuClasses) {
+  testing::TestCluster cluster;
+  HostCluster(cluster, "n", 6000);
+  cluster.Add(MakePod().Name("a").Gpus(1).Group("a").OnNode("n").Assigned("0").Obj());
+  cluster.Add(MakePod()
+                  .Name("b")
+                  .Gpus(1)
+                  .Group("b")
+                  .OnNode("n")
+                  .Assigned("2")
+                  .Annotation("gputopo.io/gpu-milli", "300")
+                  .Obj());
+  std::vector<WorkloadClass> workload = Fragmentation::DefaultWorkload();
+  WorkloadClass hungry{1, 500, 2};
+  hungry.cpu_milli = 4000;
+  workload.push_back(hungry);
+  WorkloadClass pair{2, 1000, 1};
+  pair.cpu_milli = 2000;
+  workload.push_back(pair);
+  const Fragmentation frag(workload);
+  for (bool exclusive : {false, true}) {
+    for (int64_t cpu : {0, 5000}) {
+      for (int gpus : {1, 2, 3}) {
+        const PodRequirements req =
+            *RequirementsOf(MakePod()
+                                .Name("p")
+                                .Gpus(gpus)
+                                .Annotation("gputopo.io/gpu-milli", "500")
+                                .Annotation("gputopo.io/exclusive", exclusive ? "true" : "false")
+                                .Requests(cpu, 0)
+                                .Obj());
+        const PlacementContext ctx = MakePlacementContext(req, *cluster.Node("n"));
+        const auto prepared = frag.Prepare(ctx);
+        const FreeView before = Fragmentation::Before(ctx);
+        int checked = 0;
+        topology::ForEachCombination(ctx.all, gpus, [&](GpuMask set) {
+          const double full =
+              ExpectedFragmentMilli(Fragmentation::After(ctx, before, set), workload) -
+              ExpectedFragmentMilli(before, workload);
+          EXPECT_NEAR(prepared->Score(set), FragmentationScore(full), 1e-9)
+              << "exclusive " << exclusive << " cpu " << cpu << " set " << set;
+          ++checked;
+          return true;
+        });
+        EXPECT_GT(checked, 0);
+      }
+    }
+  }
+}
+
 TEST(ReplicaSpreadComponentTest, PenalisesTheGroupsGpuThenItsIsland) {
   testing::TestCluster cluster;
   cluster.Add(MakeNode().Name("n").Profile("pairs").Replicas(4).Allocatable(32).Obj());
@@ -383,6 +435,34 @@ TEST(LocalityComponentTest, UnknownLinksAndSingleGpus) {
   EXPECT_EQ(locality.Explain(ctx, Bit(0) | Bit(1)), "links unknown on this node");
   const PodRequirements one = *RequirementsOf(MakePod().Name("b").Gpus(1).Obj());
   EXPECT_EQ(locality.Score(MakePlacementContext(one, *cluster.Node("plain")), Bit(0)), 10.0);
+}
+
+// The prepared scorer computes the machine's best bandwidth and NUMA share once per (pod, node);
+// every set must still score exactly as LocalityComponent::Score does.
+TEST(LocalityComponentTest, PreparedScoresEqualScoreForEverySet) {
+  testing::TestCluster cluster;
+  cluster.Add(MakeNode().Name("dgx").Profile("dgx1").Replicas(2).Allocatable(16).Obj());
+  cluster.Add(MakeNode().Name("plain").GpuCount(4).Allocatable(4).Obj());
+  const LocalityComponent locality(4.0, 5.0, 0.2);
+  int checked = 0;
+  for (const char* node : {"dgx", "plain"}) {
+    for (const char* target : {"nvlink", "numa", "none"}) {
+      for (int gpus : {1, 2, 3, 4}) {
+        const PodRequirements req = *RequirementsOf(
+            MakePod().Name("p").Gpus(gpus).Annotation("gputopo.io/locality", target).Obj());
+        const PlacementContext ctx = MakePlacementContext(req, *cluster.Node(node));
+        const auto prepared = locality.Prepare(ctx);
+        topology::ForEachCombination(ctx.all, gpus, [&](GpuMask set) {
+          EXPECT_EQ(prepared->Score(set), locality.Score(ctx, set))
+              << node << " " << target << " set " << set;
+          EXPECT_EQ(prepared->Explain(set), locality.Explain(ctx, set));
+          ++checked;
+          return true;
+        });
+      }
+    }
+  }
+  EXPECT_GT(checked, 300);
 }
 
 }  // namespace
