@@ -71,9 +71,18 @@ void EvaluationCache::Insert(const NodeState& node, GpuMask group_gpus, uint64_t
         retired = std::exchange(older_, std::move(newer_));
       }
       newer_ = Answers();
+      ++generation_;
     }
     newer_.insert_or_assign(AnswerKey{node.version(), shape_id, group_gpus}, std::move(evaluation));
+    if (shape_id >= inserted_in_.size()) inserted_in_.resize(shape_id + 1, 0);
+    inserted_in_[shape_id] = generation_;
   }
+}
+
+bool EvaluationCache::MayHoldAnswers(uint64_t shape_id) const {
+  MutexLock lock(answers_mutex_);
+  return shape_id < inserted_in_.size() && inserted_in_[shape_id] != 0 &&
+         inserted_in_[shape_id] + 1 >= generation_;
 }
 
 void EvaluationCache::ReleaseRetired() {

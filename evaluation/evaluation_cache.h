@@ -139,6 +139,9 @@ class EvaluationCache {
   void Insert(const policies::NodeState& node, policies::GpuMask group_gpus, uint64_t shape_id,
               std::shared_ptr<const policies::NodeEvaluation> evaluation);
   size_t node_answers() const;  // entries in both generations
+  // False when no node answer of `shape_id` is kept (a pod shape seen for the first time, or
+  // not lately): its cycle need not look for any.
+  bool MayHoldAnswers(uint64_t shape_id) const;
   // Frees the generation the last Insert()s dropped. Dropping tens of thousands of answers
   // takes milliseconds, so Insert (on the request path) only sets them aside and the background
   // refresh frees them; with one generation already set aside, Insert frees the older inline.
@@ -205,6 +208,10 @@ class EvaluationCache {
   Answers newer_ GPUTOPO_GUARDED_BY(answers_mutex_);
   Answers older_ GPUTOPO_GUARDED_BY(answers_mutex_);
   Answers retired_ GPUTOPO_GUARDED_BY(answers_mutex_);  // dropped, not yet freed (ReleaseRetired)
+  // Generations started (newer_ is generation_'s, older_ the one before), and for each shape id
+  // the generation of its latest Insert (0: none).
+  uint64_t generation_ GPUTOPO_GUARDED_BY(answers_mutex_) = 1;
+  std::vector<uint64_t> inserted_in_ GPUTOPO_GUARDED_BY(answers_mutex_);
   std::atomic<uint64_t> hits_{0};
   std::atomic<uint64_t> misses_{0};
 };

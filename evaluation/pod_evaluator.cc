@@ -1,6 +1,5 @@
 #include "evaluation/pod_evaluator.h"
 
-#include <cstring>
 #include <functional>
 #include <optional>
 #include <utility>
@@ -31,7 +30,8 @@ PodEvaluator::PodEvaluator(const PodRequirements& pod, std::shared_ptr<const Pre
       preset_(*shared_preset_),
       cache_(&cache),
       shape_id_(cache.ShapeId(pod, shared_preset_)),
-      group_hash_(std::hash<std::string_view>{}(pod.group)) {}
+      group_hash_(std::hash<std::string_view>{}(pod.group)),
+      cache_may_answer_(cache.MayHoldAnswers(shape_id_)) {}
 
 uint32_t PodEvaluator::Add(std::shared_ptr<const NodeEvaluation> evaluation) {
   evaluations_.push_back(std::move(evaluation));
@@ -54,17 +54,15 @@ std::shared_ptr<const NodeEvaluation> PodEvaluator::EvaluateShared(const NodeSta
     ++evaluated_;
     return std::make_shared<const NodeEvaluation>(EvaluateNode(pod_, node, preset_, 0));
   }
-  if (cache_ != nullptr) {
+  if (cache_may_answer_) {
     if (auto cached = cache_->Find(node, group, shape_id_)) {
       ++cache_hits_;
       return cached;
     }
   }
-  key_.assign(node.signature());
-  char bytes[sizeof(group)];
-  std::memcpy(bytes, &group, sizeof(group));
-  key_.append(bytes, sizeof(group));
-  auto [it, inserted] = memo_.try_emplace(key_, nullptr);
+  const MemoKey key{node.signature(), group,
+                    node.signature_hash() ^ (group * 0x9E3779B97F4A7C15ULL)};
+  auto [it, inserted] = memo_.try_emplace(key, nullptr);
   if (!inserted) {
     ++memo_hits_;
   } else {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -27,7 +28,8 @@ namespace gputopo::evaluation {
 class PodEvaluator {
  public:
   // Without a cache: only this evaluator's own memo of equal node states. `pod` and `preset`
-  // must outlive the evaluator.
+  // must outlive the evaluator, and so must every NodeState it is asked about (with either
+  // constructor: the memo keys on the nodes' signatures).
   PodEvaluator(const policies::PodRequirements& pod, const policies::Preset& preset);
   // With `cache` (which must outlive it): its tables and node answers too.
   PodEvaluator(const policies::PodRequirements& pod, std::shared_ptr<const policies::Preset> preset,
@@ -83,9 +85,23 @@ class PodEvaluator {
   uint64_t shape_id_ = 0;
   size_t group_hash_;
   std::vector<std::shared_ptr<const policies::NodeEvaluation>> evaluations_;
-  // Node signature + group GPUs -> evaluation, for this evaluator's lifetime.
-  std::unordered_map<std::string, std::shared_ptr<const policies::NodeEvaluation>> memo_;
-  std::string key_;
+  // Node signature + group GPUs -> evaluation, for this evaluator's lifetime. The signature is
+  // the first node's of that state, which the caller keeps alive (see the constructors).
+  struct MemoKey {
+    std::string_view signature;
+    policies::GpuMask group = 0;
+    size_t hash = 0;  // of both
+    friend bool operator==(const MemoKey& a, const MemoKey& b) {
+      return a.group == b.group && a.signature == b.signature;
+    }
+  };
+  struct MemoKeyHash {
+    size_t operator()(const MemoKey& key) const { return key.hash; }
+  };
+  std::unordered_map<MemoKey, std::shared_ptr<const policies::NodeEvaluation>, MemoKeyHash> memo_;
+  // The cache held node answers of this pod shape when the evaluator was made; when it did not,
+  // none is looked for.
+  bool cache_may_answer_ = false;
   uint64_t memo_hits_ = 0;
   uint64_t cache_hits_ = 0;
   uint64_t table_hits_ = 0;

@@ -201,6 +201,7 @@ void NodeState::Finish() {
     const int32_t packed[2] = {gpu.slots_used, gpu.milli_used * 2 + (gpu.exclusive ? 1 : 0)};
     sig.append(reinterpret_cast<const char*>(packed), sizeof(packed));
   }
+  signature_hash_ = std::hash<std::string_view>{}(sig);
 }
 
 NodeState NodeState::Without(const std::vector<std::string_view>& pod_uids,

@@ -168,6 +168,8 @@ class NodeState {
   // learned workload's version.
   // Equal signatures evaluate equally.
   const std::string& signature() const { return signature_; }
+  // std::hash of signature(), computed once.
+  size_t signature_hash() const { return signature_hash_; }
 
   // The label gputopo writes for GPU `index` in gputopo.io/assigned-gpus: its UUID, or the index.
   std::string GpuLabel(int index) const;
@@ -200,6 +202,7 @@ class NodeState {
   std::vector<GroupGpuMask> groups_;  // one per group with a pod on this node
   GroupFilter group_filter_;          // holds each group in groups_
   std::string signature_;
+  size_t signature_hash_ = 0;
 };
 
 // The claims that a pod (`uid`, `priority`) looks through on `node`: its own, and those of

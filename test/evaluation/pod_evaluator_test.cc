@@ -115,7 +115,10 @@ TEST(EvaluationCacheTest, NodeAnswersAreKeyedByNodeVersionShapeAndGroupGpusAndBo
   EXPECT_NE(cache.ShapeId(two, cluster.shared_preset()), shape);
   auto node = cluster.Node("n");
   auto e = std::make_shared<const NodeEvaluation>();
+  EXPECT_FALSE(cache.MayHoldAnswers(shape));  // nothing kept yet: a cycle need not look
   cache.Insert(*node, 0, shape, e);
+  EXPECT_TRUE(cache.MayHoldAnswers(shape));
+  EXPECT_FALSE(cache.MayHoldAnswers(shape + 1));
   EXPECT_EQ(cache.Find(*node, 0, shape), e);
   EXPECT_EQ(cache.Find(*node, 1, shape), nullptr);  // group GPUs are part of the key
   EXPECT_EQ(cache.Find(*node, 0, shape + 1), nullptr);
@@ -129,6 +132,33 @@ TEST(EvaluationCacheTest, NodeAnswersAreKeyedByNodeVersionShapeAndGroupGpusAndBo
   EXPECT_LE(cache.node_answers(), EvaluationCache::kNodeAnswers);
   EXPECT_EQ(cache.Find(*node, 0, shape), nullptr);
   EXPECT_EQ(cache.Find(*changed, 0, EvaluationCache::kNodeAnswers - 1), e);
+  // Once both generations that could hold a shape's answers are gone, it says so; a shape with
+  // answers in the older generation still may.
+  EXPECT_FALSE(cache.MayHoldAnswers(0));
+  EXPECT_TRUE(cache.MayHoldAnswers(EvaluationCache::kNodeAnswers / 2));
+  EXPECT_EQ(cache.Find(*changed, 0, EvaluationCache::kNodeAnswers / 2), e);
+  EXPECT_TRUE(cache.MayHoldAnswers(EvaluationCache::kNodeAnswers - 1));
+}
+
+// A pod shape's first cycle finds no answers kept and does not look for any; its next cycle
+// does, and finds them.
+TEST(EvaluationCacheTest, AShapesFirstCycleDoesNotLookForNodeAnswers) {
+  TestCluster cluster;
+  for (int i = 0; i < 4; ++i) {
+    cluster.Add(
+        MakeNode().Name("n" + std::to_string(i)).Profile("dgx1").Replicas(2).Allocatable(16).Obj());
+  }
+  EvaluationCache cache;
+  const PodRequirements req = *RequirementsOf(MakePod().Name("p").Gpus(2).Obj());
+  const uint64_t misses_before = cache.misses();
+  PodEvaluator first(req, cluster.shared_preset(), cache);
+  for (const auto& node : cluster.state().Snapshot()->nodes()) first.Evaluate(*node);
+  EXPECT_EQ(cache.misses(), misses_before);  // never looked
+  EXPECT_EQ(first.evaluated(), 1u);          // four equal nodes, one search
+  PodEvaluator second(req, cluster.shared_preset(), cache);
+  for (const auto& node : cluster.state().Snapshot()->nodes()) second.Evaluate(*node);
+  EXPECT_EQ(second.cache_hits(), 4u);
+  EXPECT_EQ(second.evaluated(), 0u);
 }
 
 }  // namespace
