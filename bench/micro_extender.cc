@@ -6,6 +6,7 @@
 // candidate node.
 #include <benchmark/benchmark.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -87,7 +88,7 @@ struct Fixture {
                      .dump();
   }
 
-  static json Pod(int milli) {
+  static json Pod(int milli, int gpus = 1) {
     return {{"metadata",
              {{"name", "new"},
               {"namespace", "bench"},
@@ -95,7 +96,8 @@ struct Fixture {
               {"annotations", {{"gputopo.io/gpu-milli", std::to_string(milli)}}}}},
             {"spec",
              {{"containers",
-               {{{"name", "m"}, {"resources", {{"requests", {{"nvidia.com/gpu", "1"}}}}}}}}}}};
+               {{{"name", "m"},
+                 {"resources", {{"requests", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}}}}}};
   }
 };
 
@@ -239,15 +241,24 @@ void BM_FilterCold(benchmark::State& state) {
   extender::ExtenderRequestParser parser(256u << 20);
   service::ExtenderService* service = &f.app->extender_service();
   json body = json::parse(f.body_names);
-  int milli = 1;
+  const int gpus = static_cast<int>(state.range(1));
+  // Every request a pod shape this fixture has never seen, across repetitions too: the next
+  // gpu-milli of this GPU count (1..1000; a run that needs more stops with an error).
+  static std::map<std::pair<int, int>, int> next_milli;  // (nodes, GPUs) -> milli
+  int& milli = next_milli[{static_cast<int>(state.range(0)), gpus}];
   std::vector<std::string> bodies;
-  for (int i = 0; i < 400; ++i) {
-    body["Pod"] = Fixture::Pod(milli++);
+  for (int m = milli + 1; m <= 1000 && bodies.size() < 400; ++m) {
+    body["Pod"] = Fixture::Pod(m, gpus);
     bodies.push_back(body.dump());
   }
   size_t i = 0;
   for (auto _ : state) {
-    auto args = parser.ParseArgs(bodies[i++ % bodies.size()]);
+    if (i == bodies.size()) {
+      state.SkipWithError("out of new pod shapes");
+      break;
+    }
+    auto args = parser.ParseArgs(bodies[i++]);
+    ++milli;
     auto reply = service->Filter(**args);
     benchmark::DoNotOptimize(extender::WriteFilterResult(**args, reply.outcomes));
     f.app->decision_recorder().Flush();  // the commit, in this thread, as before
@@ -364,7 +375,12 @@ BENCHMARK(BM_FindNodeNames)->Arg(5000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FindNodeNamesWarm)->Arg(5000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_WriteFilterResult)->Arg(5000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_WritePriorityList)->Arg(5000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_FilterCold)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_FilterCold)
+    ->Args({1000, 1})
+    ->Args({5000, 1})
+    ->Args({5000, 2})
+    ->Args({5000, 4})
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_GpuLessCycle)->Arg(500)->Arg(5000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_BudgetCoverageOfNode)->Arg(40)->Arg(4000)->Unit(benchmark::kMicrosecond);
 
