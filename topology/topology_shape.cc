@@ -80,6 +80,7 @@ Result<std::shared_ptr<const TopologyShape>> TopologyShape::Analyze(
   }
   shape->ComputeIslands();
   shape->ComputeBestWeights();
+  shape->symmetry_ = FindShapeSymmetry(*shape);
 
   shape->fingerprint_ = ShapeFingerprint(machine);
   return std::shared_ptr<const TopologyShape>(std::move(shape));

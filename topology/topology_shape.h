@@ -20,6 +20,7 @@
 #include "gputopo/machine_topology.h"
 #include "gputopo/status.h"
 #include "topology/gpu_mask.h"
+#include "topology/shape_symmetry.h"
 
 namespace gputopo::topology {
 
@@ -60,6 +61,9 @@ class TopologyShape {
   // The largest PairwiseWeight() of any `n` GPUs of this machine (all free). 0 for n <= 1.
   double BestPairwiseWeight(int n) const;
 
+  // The relabelings of GPUs that keep this topology (shape_symmetry.h).
+  const ShapeSymmetry& symmetry() const { return symmetry_; }
+
   // Canonical text of links and NUMA nodes: equal fingerprints mean equal shapes.
   const std::string& fingerprint() const { return fingerprint_; }
 
@@ -83,6 +87,7 @@ class TopologyShape {
   std::vector<GpuMask> numa_masks_;  // parallel to numa_ids_
   std::vector<double> best_weight_;  // index n = 0..gpu_count
   std::string fingerprint_;
+  ShapeSymmetry symmetry_;
 };
 
 }  // namespace gputopo::topology
