@@ -21,7 +21,8 @@ PodEvaluator::PodEvaluator(const PodRequirements& pod, const Preset& preset)
     : pod_(pod),
       preset_(preset),
       cache_(nullptr),
-      group_hash_(std::hash<std::string_view>{}(pod.group)) {}
+      group_hash_(std::hash<std::string_view>{}(pod.group)),
+      symmetric_(pod, preset) {}
 
 PodEvaluator::PodEvaluator(const PodRequirements& pod, std::shared_ptr<const Preset> preset,
                            EvaluationCache& cache)
@@ -31,7 +32,8 @@ PodEvaluator::PodEvaluator(const PodRequirements& pod, std::shared_ptr<const Pre
       cache_(&cache),
       shape_id_(cache.ShapeId(pod, shared_preset_)),
       group_hash_(std::hash<std::string_view>{}(pod.group)),
-      cache_may_answer_(cache.MayHoldAnswers(shape_id_)) {}
+      cache_may_answer_(cache.MayHoldAnswers(shape_id_)),
+      symmetric_(pod, *shared_preset_) {}
 
 uint32_t PodEvaluator::Add(std::shared_ptr<const NodeEvaluation> evaluation) {
   evaluations_.push_back(std::move(evaluation));
@@ -67,7 +69,7 @@ std::shared_ptr<const NodeEvaluation> PodEvaluator::EvaluateShared(const NodeSta
     ++memo_hits_;
   } else {
     ++evaluated_;
-    it->second = std::make_shared<const NodeEvaluation>(EvaluateNode(pod_, node, preset_, group));
+    it->second = std::make_shared<const NodeEvaluation>(symmetric_.Evaluate(node, group));
   }
   if (cache_ != nullptr) cache_->Insert(node, group, shape_id_, it->second);
   return it->second;

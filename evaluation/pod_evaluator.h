@@ -5,7 +5,9 @@
 // state has not changed since the slot was made), the cache's node answers (same node version,
 // pod shape and group GPUs), and within one evaluator, answers for nodes whose state signature
 // and group GPUs are equal (thousands of nodes of one machine type in a handful of states cost a
-// handful of searches); it evaluates otherwise. Every answer equals policies::EvaluateNode's.
+// handful of searches); it evaluates otherwise, searching once per class of node states that a
+// symmetry of the machine relabels into one another (SymmetricStates). Every answer equals
+// policies::EvaluateNode's.
 //
 // Thread safety: a PodEvaluator is not thread-safe: use one per cycle. Evaluators sharing one
 // cache may run concurrently.
@@ -21,6 +23,7 @@
 
 #include "evaluation/evaluation_cache.h"
 #include "evaluation/evaluation_source.h"
+#include "evaluation/symmetric_states.h"
 #include "policies/engine/evaluation.h"
 
 namespace gputopo::evaluation {
@@ -63,6 +66,8 @@ class PodEvaluator {
   uint64_t cache_hits() const { return cache_hits_; }
   // Nodes this evaluator evaluated, rather than found evaluated (in a cache or its own memo).
   uint64_t evaluated() const { return evaluated_; }
+  // Of those, the nodes answered from a relabeled node's search (SymmetricStates).
+  uint64_t relabeled() const { return symmetric_.relabeled(); }
 
  private:
   uint32_t Add(std::shared_ptr<const policies::NodeEvaluation> evaluation);
@@ -102,6 +107,7 @@ class PodEvaluator {
   // The cache held node answers of this pod shape when the evaluator was made; when it did not,
   // none is looked for.
   bool cache_may_answer_ = false;
+  SymmetricStates symmetric_;  // searches shared by relabeled node states
   uint64_t memo_hits_ = 0;
   uint64_t cache_hits_ = 0;
   uint64_t table_hits_ = 0;

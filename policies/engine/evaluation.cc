@@ -227,6 +227,18 @@ class CandidateSearch {
     const bool met = !tiered_ || LocalityTargetMet(locality_, shape_, gpus);
     if (best_ != 0 && best_met_ && !met) return;  // a set that meets the target beats the rest
     const double score = WeightedScore(gpus);
+    // The two highest scores of the tier the best is in (a set meeting the target opens it).
+    if (best_ != 0 && met && !best_met_) {
+      top_ = score;
+      second_ = -1.0;
+    } else if (best_ == 0) {
+      top_ = score;
+    } else if (score > top_) {
+      second_ = top_;
+      top_ = score;
+    } else if (score > second_) {
+      second_ = score;
+    }
     if (best_ != 0 && met == best_met_ &&
         (score < best_score_ ||
          (score == best_score_ && !topology::LexicographicallySmaller(gpus, best_)))) {
@@ -238,6 +250,12 @@ class CandidateSearch {
   }
 
   GpuMask best() const { return best_; }
+  // True when every other set of the best's tier scored at least kUniqueMargin below it: then
+  // a relabeling of this node that keeps its topology and states has the relabeled best as its
+  // own, whatever rounding the relabeled sums see.
+  static constexpr double kUniqueMargin = 1e-9;
+  bool best_unique() const { return best_ != 0 && top_ - second_ > kUniqueMargin; }
+  bool Meets(GpuMask gpus) const { return !tiered_ || LocalityTargetMet(locality_, shape_, gpus); }
   double best_score() const { return best_score_; }
   bool best_missed_locality() const { return best_ != 0 && !best_met_; }
   uint64_t candidates() const { return candidates_; }
@@ -250,6 +268,8 @@ class CandidateSearch {
   GpuMask best_ = 0;
   bool best_met_ = false;
   double best_score_ = 0.0;
+  double top_ = 0.0;
+  double second_ = -1.0;  // none yet (scores are 0..10)
   uint64_t candidates_ = 0;
 };
 
@@ -281,6 +301,27 @@ NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node,
 
 NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node, const Preset& preset,
                             GpuMask group_gpus) {
+  return EvaluateNode(pod, node, preset, group_gpus, nullptr);
+}
+
+NodeEvaluation EvaluatePlacement(const PodRequirements& pod, const NodeState& node,
+                                 const Preset& preset, GpuMask group_gpus, GpuMask gpus,
+                                 uint64_t candidates) {
+  const PlacementContext ctx = MakePlacementContext(pod, node, group_gpus);
+  const CandidateSearch search(ctx, preset);
+  NodeEvaluation e;
+  e.verdict = Verdict::kFits;
+  e.gpus = gpus;
+  e.weighted_score = search.WeightedScore(gpus);
+  e.candidates = candidates;
+  e.locality_missed = !search.Meets(gpus);
+  e.component_scores = search.ComponentScores(gpus);
+  return e;
+}
+
+NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node, const Preset& preset,
+                            GpuMask group_gpus, bool* unique_best) {
+  if (unique_best != nullptr) *unique_best = false;
   if (pod.gpus <= 0) return EvaluateGpuLess(pod, node, preset, group_gpus);
   if (!node.has_topology()) {
     return Reject(Verdict::kUnresolvable, "gputopo: node topology invalid", node.topology_error());
@@ -371,6 +412,7 @@ NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node, c
   e.heuristic = !exact;
   e.locality_missed = search.best_missed_locality();
   e.component_scores = search.ComponentScores(e.gpus);
+  if (unique_best != nullptr) *unique_best = exact && search.best_unique();
   return e;
 }
 

@@ -84,6 +84,20 @@ NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node,
 NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node, const Preset& preset,
                             GpuMask group_gpus);
 
+// The same; `*unique_best` (when not null) tells whether the search was exact and every other
+// candidate set of the chosen one's locality tier scored at least 1e-9 below it. Then, on a node
+// whose GPU states are this node's relabeled by a symmetry of its topology
+// (topology::ShapeSymmetry), the relabeled set is the choice: EvaluatePlacement gives that
+// node's evaluation without a search.
+NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node, const Preset& preset,
+                            GpuMask group_gpus, bool* unique_best);
+// The evaluation EvaluateNode gives when its search chooses `gpus` after `candidates` sets:
+// the same scores, bit for bit. Precondition: the pod fits the node and a search would choose
+// `gpus` (see above).
+NodeEvaluation EvaluatePlacement(const PodRequirements& pod, const NodeState& node,
+                                 const Preset& preset, GpuMask group_gpus, GpuMask gpus,
+                                 uint64_t candidates);
+
 // The component split of placing `pod` on `gpus` of `node`, with each component's explanation.
 // Deterministic: for the GPUs an evaluation chose, the scores equal its component_scores.
 std::vector<ComponentResult> ExplainPlacement(const PodRequirements& pod, const NodeState& node,

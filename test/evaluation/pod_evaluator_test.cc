@@ -69,6 +69,62 @@ TEST(PodEvaluatorTest, IdenticalNodesAreSearchedOnce) {
 namespace gputopo::evaluation {
 namespace {
 
+// Nodes of one machine type whose GPU states are relabelings of one another (by a symmetry of
+// the machine) are searched once; every answer is still exactly EvaluateNode's, bit for bit.
+TEST(PodEvaluatorTest, RelabeledNodeStatesShareOneSearchAndAnswerExactlyAsEvaluateNode) {
+  TestCluster cluster;
+  std::mt19937 rng(5);
+  const std::vector<std::string> profiles = {"hgx-h100", "dgx1", "pcie8", "pairs"};
+  for (int i = 0; i < 160; ++i) {
+    const std::string name = "n" + std::to_string(i);
+    cluster.Add(MakeNode()
+                    .Name(name)
+                    .Profile(profiles[static_cast<size_t>(i) % profiles.size()])
+                    .Replicas(4)
+                    .Allocatable(32)
+                    .Obj());
+    for (int p = 0; p < static_cast<int>(rng() % 8); ++p) {
+      cluster.Add(MakePod()
+                      .Namespace("ml")
+                      .Name(name + "-" + std::to_string(p))
+                      .Gpus(1)
+                      .Group(rng() % 3 == 0 ? "web" : "batch")
+                      .OnNode(name)
+                      .Assigned(std::to_string(rng() % 8))
+                      .Obj());
+    }
+  }
+  auto snapshot = cluster.state().Snapshot();
+  uint64_t relabeled = 0;
+  for (int gpus : {1, 2, 4}) {
+    for (const char* spread : {"preferred", "none"}) {
+      const PodRequirements req = *RequirementsOf(MakePod()
+                                                      .Namespace("ml")
+                                                      .Name("web-new")
+                                                      .Gpus(gpus)
+                                                      .Group("web")
+                                                      .Annotation("gputopo.io/spread", spread)
+                                                      .Obj());
+      PodEvaluator evaluator(req, cluster.preset());
+      for (const auto& node : snapshot->nodes()) {
+        const NodeEvaluation& got = evaluator.evaluation(evaluator.Evaluate(*node));
+        const NodeEvaluation want = EvaluateNode(req, *node, cluster.preset());
+        EXPECT_EQ(got.verdict, want.verdict) << node->name();
+        EXPECT_EQ(got.gpus, want.gpus) << node->name() << " " << gpus << " " << spread;
+        EXPECT_EQ(got.weighted_score, want.weighted_score) << node->name();
+        EXPECT_EQ(got.component_scores, want.component_scores) << node->name();
+        EXPECT_EQ(got.candidates, want.candidates) << node->name();
+        EXPECT_EQ(got.heuristic, want.heuristic) << node->name();
+        EXPECT_EQ(got.locality_missed, want.locality_missed) << node->name();
+        EXPECT_EQ(got.reason, want.reason) << node->name();
+        EXPECT_EQ(got.detail, want.detail) << node->name();
+      }
+      relabeled += evaluator.relabeled();
+    }
+  }
+  EXPECT_GT(relabeled, 100u);  // the searches were shared
+}
+
 TEST(EvaluationCacheTest, ReusesEvaluationsAcrossCyclesUntilTheNodeChanges) {
   TestCluster cluster;
   for (int i = 0; i < 20; ++i) {

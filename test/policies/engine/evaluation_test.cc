@@ -412,5 +412,43 @@ TEST(EvaluationTest, ExclusivePodsDoNotTrustGpusThatPodsOnUnknownGpusMayHold) {
   EXPECT_TRUE(cluster.Evaluate(MakePod().Name("y").Gpus(7).Obj(), "n").fits());
 }
 
+// unique_best says whether the chosen set beat every other of its tier by a margin; the
+// evaluation of a given placement equals the search's when the search chose it.
+TEST(EvaluationTest, TellsWhetherTheBestSetWasUniqueAndEvaluatesAPlacementAlike) {
+  TestCluster cluster;
+  cluster.Add(MakeNode().Name("empty").Profile("hgx-h100").Replicas(4).Allocatable(32).Obj());
+  cluster.Add(MakeNode().Name("busy").Profile("hgx-h100").Replicas(1).Allocatable(8).Obj());
+  for (int g = 0; g < 7; ++g) {  // every GPU but 7 full
+    cluster.Add(MakePod()
+                    .Name("p" + std::to_string(g))
+                    .Gpus(1)
+                    .OnNode("busy")
+                    .Assigned(std::to_string(g))
+                    .Obj());
+  }
+  const PodRequirements req = *RequirementsOf(MakePod().Name("x").Gpus(1).Obj());
+  bool unique = true;
+  const NodeEvaluation tied =
+      EvaluateNode(req, *cluster.Node("empty"), cluster.preset(), 0, &unique);
+  EXPECT_TRUE(tied.fits());
+  EXPECT_FALSE(unique);  // eight equal GPUs
+  const NodeEvaluation alone =
+      EvaluateNode(req, *cluster.Node("busy"), cluster.preset(), 0, &unique);
+  EXPECT_TRUE(unique);  // one GPU left
+  EXPECT_EQ(alone.gpus, Bit(7));
+  const NodeEvaluation placed = EvaluatePlacement(req, *cluster.Node("busy"), cluster.preset(), 0,
+                                                  alone.gpus, alone.candidates);
+  EXPECT_EQ(placed.gpus, alone.gpus);
+  EXPECT_EQ(placed.weighted_score, alone.weighted_score);
+  EXPECT_EQ(placed.component_scores, alone.component_scores);
+  EXPECT_EQ(placed.candidates, alone.candidates);
+  EXPECT_EQ(placed.locality_missed, alone.locality_missed);
+  EXPECT_TRUE(placed.fits());
+  // A pod that does not fit is never unique.
+  const PodRequirements two = *RequirementsOf(MakePod().Name("y").Gpus(2).Obj());
+  EXPECT_FALSE(EvaluateNode(two, *cluster.Node("busy"), cluster.preset(), 0, &unique).fits());
+  EXPECT_FALSE(unique);
+}
+
 }  // namespace
 }  // namespace gputopo::policies

@@ -1,0 +1,60 @@
+// SymmetricStates: one search for all nodes whose GPU states are one another's relabeled by a
+// symmetry of their machine (topology::ShapeSymmetry), within one PodEvaluator.
+//
+// A node's *canonical state* lists its GPUs' states (slots and milli used, exclusive, healthy,
+// holding the pod's group) in an order that is the same for every node of such a class: each
+// listed relabeling, then each twin class sorted by state, keeping the smallest. The first node
+// of a class is searched (policies::EvaluateNode); when its choice was unique by a margin
+// (policies::EvaluateNode's `unique_best`), every later node of the class takes the relabeled
+// choice, scored on that node itself (policies::EvaluatePlacement), without a search. Answers
+// are therefore exactly EvaluateNode's.
+//
+// Thread safety: not thread-safe; one per PodEvaluator.
+#ifndef GPUTOPO_EVALUATION_SYMMETRIC_STATES_H_
+#define GPUTOPO_EVALUATION_SYMMETRIC_STATES_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+#include "policies/engine/evaluation.h"
+
+namespace gputopo::evaluation {
+
+class SymmetricStates {
+ public:
+  // `pod` and `preset` must outlive this.
+  SymmetricStates(const policies::PodRequirements& pod, const policies::Preset& preset)
+      : pod_(pod), preset_(preset) {}
+
+  // EvaluateNode(pod, node, preset, group_gpus). Precondition: node.has_topology().
+  policies::NodeEvaluation Evaluate(const policies::NodeState& node, policies::GpuMask group_gpus);
+
+  uint64_t searched() const { return searched_; }    // nodes searched
+  uint64_t relabeled() const { return relabeled_; }  // nodes answered from another's search
+
+ private:
+  struct Canonical {
+    std::string key;
+    std::array<uint8_t, 64> gpu_at{};  // canonical slot -> the node's GPU
+  };
+  // False when the machine has no symmetry worth keying on.
+  bool Canonicalize(const policies::NodeState& node, policies::GpuMask group_gpus,
+                    Canonical& out) const;
+  struct Searched {
+    bool shareable = false;       // it fits, and its choice was unique by a margin
+    policies::GpuMask slots = 0;  // the choice, in canonical slots
+    uint64_t candidates = 0;
+  };
+
+  const policies::PodRequirements& pod_;
+  const policies::Preset& preset_;
+  std::unordered_map<std::string, Searched> searched_states_;
+  uint64_t searched_ = 0;
+  uint64_t relabeled_ = 0;
+};
+
+}  // namespace gputopo::evaluation
+
+#endif  // GPUTOPO_EVALUATION_SYMMETRIC_STATES_H_
