@@ -89,7 +89,10 @@ bool SymmetricStates::Canonicalize(const NodeState& node, GpuMask group_gpus,
 
 NodeEvaluation SymmetricStates::Evaluate(const NodeState& node, GpuMask group_gpus) {
   Canonical canonical;
-  if (pod_.gpus <= 0 || !Canonicalize(node, group_gpus, canonical)) {
+  // A search of at most as many sets as GPUs (one GPU, or all but one) costs about what keying
+  // and rescoring would: those are searched.
+  const bool worth_sharing = pod_.gpus >= 2 && pod_.gpus < node.gpu_count() - 1;
+  if (!worth_sharing || !Canonicalize(node, group_gpus, canonical)) {
     ++searched_;
     return policies::EvaluateNode(pod_, node, preset_, group_gpus);
   }

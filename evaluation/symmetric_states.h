@@ -7,7 +7,9 @@
 // of a class is searched (policies::EvaluateNode); when its choice was unique by a margin
 // (policies::EvaluateNode's `unique_best`), every later node of the class takes the relabeled
 // choice, scored on that node itself (policies::EvaluatePlacement), without a search. Answers
-// are therefore exactly EvaluateNode's.
+// are therefore exactly EvaluateNode's. Pods whose search tries no more sets than the node has
+// GPUs (one GPU, or all but one) are searched on every node: keying and rescoring would cost as
+// much.
 //
 // Thread safety: not thread-safe; one per PodEvaluator.
 #ifndef GPUTOPO_EVALUATION_SYMMETRIC_STATES_H_

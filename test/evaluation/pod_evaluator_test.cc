@@ -96,7 +96,7 @@ TEST(PodEvaluatorTest, RelabeledNodeStatesShareOneSearchAndAnswerExactlyAsEvalua
   }
   auto snapshot = cluster.state().Snapshot();
   uint64_t relabeled = 0;
-  for (int gpus : {1, 2, 4}) {
+  for (int gpus : {1, 2, 3, 4, 6}) {
     for (const char* spread : {"preferred", "none"}) {
       const PodRequirements req = *RequirementsOf(MakePod()
                                                       .Namespace("ml")
