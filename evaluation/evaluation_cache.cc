@@ -45,15 +45,12 @@ uint64_t EvaluationCache::ShapeId(const PodRequirements& pod,
 
 std::shared_ptr<const NodeEvaluation> EvaluationCache::Find(const NodeState& node,
                                                             GpuMask group_gpus, uint64_t shape_id) {
-  const AnswerKey key{node.version(), shape_id, group_gpus};
+  const AnswerGeneration::Key key{node.version(), shape_id, group_gpus};
   std::shared_ptr<const NodeEvaluation> value;
   {
     MutexLock lock(answers_mutex_);
-    if (auto it = newer_.find(key); it != newer_.end()) {
-      value = it->second;
-    } else if (auto old = older_.find(key); old != older_.end()) {
-      value = old->second;
-    }
+    value = newer_.Find(key);
+    if (value == nullptr) value = older_.Find(key);
   }
   (value ? hits_ : misses_).fetch_add(1, std::memory_order_relaxed);
   return value;
@@ -61,19 +58,20 @@ std::shared_ptr<const NodeEvaluation> EvaluationCache::Find(const NodeState& nod
 
 void EvaluationCache::Insert(const NodeState& node, GpuMask group_gpus, uint64_t shape_id,
                              std::shared_ptr<const NodeEvaluation> evaluation) {
-  Answers retired;  // freed outside the lock
+  AnswerGeneration retired;  // freed outside the lock
   {
     MutexLock lock(answers_mutex_);
-    if (newer_.size() >= kNodeAnswers / 2) {
-      if (retired_.empty()) {
+    const AnswerGeneration::Key key{node.version(), shape_id, group_gpus};
+    if (newer_.full() && newer_.Find(key) == nullptr) {
+      if (retired_.size() == 0) {
         retired_ = std::exchange(older_, std::move(newer_));
       } else {
         retired = std::exchange(older_, std::move(newer_));
       }
-      newer_ = Answers();
+      newer_ = AnswerGeneration(kNodeAnswers / 2);
       ++generation_;
     }
-    newer_.insert_or_assign(AnswerKey{node.version(), shape_id, group_gpus}, std::move(evaluation));
+    newer_.Put(key, std::move(evaluation));
     if (shape_id >= inserted_in_.size()) inserted_in_.resize(shape_id + 1, 0);
     inserted_in_[shape_id] = generation_;
   }
@@ -86,9 +84,9 @@ bool EvaluationCache::MayHoldAnswers(uint64_t shape_id) const {
 }
 
 void EvaluationCache::ReleaseRetired() {
-  Answers retired;  // freed outside the lock
+  AnswerGeneration retired;  // freed outside the lock
   MutexLock lock(answers_mutex_);
-  retired.swap(retired_);
+  std::swap(retired, retired_);
 }
 
 size_t EvaluationCache::node_answers() const {

@@ -9,8 +9,9 @@
 // - Per node state: answers keyed by (NodeState version, pod shape, group GPUs), so that tables
 //   of one pod shape share them (a new group's table, the base table). Versions are never
 //   reused, so a cached answer is always exactly what evaluating again would give. Two
-//   generations of at most kNodeAnswers/2 entries each: when the newer fills up, the older is
-//   dropped, so answers for node states that no longer exist age out.
+//   generations of at most kNodeAnswers/2 entries each (AnswerGeneration, one flat array each):
+//   when the newer fills up, the older is dropped, so answers for node states that no longer
+//   exist age out.
 // - Per pod shape and group: a ShapeTable holds, for each node position of a snapshot's name
 //   index, the evaluation of that pod shape for a pod of that group (with the GPUs of the node
 //   holding the group, where it has any), tagged with the NodeState version it was computed on.
@@ -39,6 +40,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "evaluation/answer_generation.h"
 #include "gputopo/mutex.h"
 #include "policies/engine/evaluation.h"
 #include "policies/state/name_index.h"
@@ -188,26 +190,11 @@ class EvaluationCache {
   };
   std::vector<TableEntry> tables_ GPUTOPO_GUARDED_BY(shapes_mutex_);  // at most kShapeTables
   uint64_t uses_ GPUTOPO_GUARDED_BY(shapes_mutex_) = 0;
-  struct AnswerKey {
-    uint64_t version = 0;
-    uint64_t shape_id = 0;
-    policies::GpuMask group_gpus = 0;
-    friend bool operator==(const AnswerKey&, const AnswerKey&) = default;
-  };
-  struct AnswerKeyHash {
-    size_t operator()(const AnswerKey& k) const {
-      uint64_t h = k.version * 0x9E3779B97F4A7C15ULL;
-      h ^= (k.shape_id + 0x7F4A7C15ULL) * 0xC2B2AE3D27D4EB4FULL;
-      h ^= k.group_gpus * 0x165667B19E3779F9ULL;
-      return static_cast<size_t>(h ^ (h >> 29));
-    }
-  };
-  using Answers =
-      std::unordered_map<AnswerKey, std::shared_ptr<const policies::NodeEvaluation>, AnswerKeyHash>;
   mutable Mutex answers_mutex_;
-  Answers newer_ GPUTOPO_GUARDED_BY(answers_mutex_);
-  Answers older_ GPUTOPO_GUARDED_BY(answers_mutex_);
-  Answers retired_ GPUTOPO_GUARDED_BY(answers_mutex_);  // dropped, not yet freed (ReleaseRetired)
+  AnswerGeneration newer_ GPUTOPO_GUARDED_BY(answers_mutex_){kNodeAnswers / 2};
+  AnswerGeneration older_ GPUTOPO_GUARDED_BY(answers_mutex_);
+  // Dropped, not yet freed (ReleaseRetired).
+  AnswerGeneration retired_ GPUTOPO_GUARDED_BY(answers_mutex_);
   // Generations started (newer_ is generation_'s, older_ the one before), and for each shape id
   // the generation of its latest Insert (0: none).
   uint64_t generation_ GPUTOPO_GUARDED_BY(answers_mutex_) = 1;

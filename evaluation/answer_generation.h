@@ -1,0 +1,69 @@
+// AnswerGeneration: one generation of EvaluationCache's node answers, a map from (node version,
+// pod shape, group GPUs) to an evaluation, as one open-addressed array of fixed capacity (linear
+// probing, never more than half full). Storing an answer is one probe into that array and no
+// allocation; with a std::unordered_map, each answer cost a node allocation and dependent cache
+// misses, a fifth of a new pod shape's first cycle at 5000 nodes (bench/README.md).
+//
+// Thread safety: not thread-safe; EvaluationCache holds its lock around every call.
+#ifndef GPUTOPO_EVALUATION_ANSWER_GENERATION_H_
+#define GPUTOPO_EVALUATION_ANSWER_GENERATION_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "policies/engine/evaluation.h"
+
+namespace gputopo::evaluation {
+
+class AnswerGeneration {
+ public:
+  struct Key {
+    uint64_t version = 0;  // the NodeState's
+    uint64_t shape_id = 0;
+    policies::GpuMask group_gpus = 0;
+    friend bool operator==(const Key&, const Key&) = default;
+  };
+
+  // Holds at most `limit` answers. The array (twice that, rounded up to a power of two) is
+  // allocated by the first Put, so an empty generation costs nothing.
+  explicit AnswerGeneration(size_t limit = 0) : limit_(limit) {}
+  // A generation moved from is empty (and holds nothing: limit 0).
+  AnswerGeneration(AnswerGeneration&& other) noexcept
+      : limit_(std::exchange(other.limit_, 0)),
+        size_(std::exchange(other.size_, 0)),
+        slots_(std::move(other.slots_)) {}
+  AnswerGeneration& operator=(AnswerGeneration&& other) noexcept {
+    limit_ = std::exchange(other.limit_, 0);
+    size_ = std::exchange(other.size_, 0);
+    slots_ = std::move(other.slots_);
+    other.slots_.clear();
+    return *this;
+  }
+
+  // The answer stored for `key`, or null.
+  std::shared_ptr<const policies::NodeEvaluation> Find(const Key& key) const;
+  // Stores `answer` for `key`, replacing an earlier one. Precondition: answer != nullptr, and
+  // !full() unless `key` is stored already.
+  void Put(const Key& key, std::shared_ptr<const policies::NodeEvaluation> answer);
+
+  size_t size() const { return size_; }
+  bool full() const { return size_ >= limit_; }
+
+ private:
+  struct Slot {
+    Key key;
+    std::shared_ptr<const policies::NodeEvaluation> answer;  // null: the slot is free
+  };
+  size_t SlotOf(const Key& key) const;  // where `key` is, or the free slot that ends its probe
+
+  size_t limit_;
+  size_t size_ = 0;
+  std::vector<Slot> slots_;  // empty until the first Put; then a power of two >= 2 * limit_
+};
+
+}  // namespace gputopo::evaluation
+
+#endif  // GPUTOPO_EVALUATION_ANSWER_GENERATION_H_
