@@ -162,7 +162,11 @@ class PreparedFragmentation final : public PreparedScore {
       state.host_fits_after = HostFits(Less(before_.cpu_free, ctx.pod.cpu_milli),
                                        Less(before_.memory_free, ctx.pod.memory_bytes), cls);
       classes_.push_back(state);
-      expected_before_ += cls.weight * FragmentMilli(before_, cls);
+      // FragmentMilli(before_, cls), from what the loop above found: the same sums in the same
+      // order, so the same double.
+      const bool fits_before = HostFits(before_.cpu_free, before_.memory_free, cls) &&
+                               Fits(state.usable, before_.node_free_slots, cls);
+      expected_before_ += cls.weight * (fits_before ? state.unusable : total_before_);
       weights += cls.weight;
     }
     weight_sum_ = weights;

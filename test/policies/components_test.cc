@@ -377,6 +377,9 @@ TEST(FragmentationComponentTest, IncrementalScoreMatchesForExclusivePodsAndCpuCl
   WorkloadClass pair{2, 1000, 1};
   pair.cpu_milli = 2000;
   workload.push_back(pair);
+  WorkloadClass giant{1, 250, 1};  // more CPU than the node has: strands everything already
+  giant.cpu_milli = 12000;         // 10000 free
+  workload.push_back(giant);
   const Fragmentation frag(workload);
   for (bool exclusive : {false, true}) {
     for (int64_t cpu : {0, 5000}) {
