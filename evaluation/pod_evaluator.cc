@@ -202,7 +202,17 @@ Evaluations PodEvaluator::EvaluateAt(const ClusterSnapshot& snapshot,
         asked[position] = static_cast<uint32_t>(i + 1);
       }
     }
+    // A node whose slot is stale is evaluated: its scattered state is fetched ahead, the object
+    // kFar positions ahead and what it points to kNear ahead.
+    constexpr size_t kFar = 8;
+    constexpr size_t kNear = 4;
+    auto stale = [&](size_t position) {
+      return position < node_count && asked[position] != 0 &&
+             locked.Find(position, snapshot.summary(position).version) == nullptr;
+    };
     for (size_t position = 0; position < node_count; ++position) {
+      if (stale(position + kFar)) snapshot.nodes()[position + kFar]->PrefetchObject();
+      if (stale(position + kNear)) snapshot.nodes()[position + kNear]->PrefetchParts();
       if (asked[position] != 0) out.per_node[asked[position] - 1] = answer(position);
     }
     for (const auto& [entry, earlier] : repeats) out.per_node[entry] = out.per_node[earlier];
