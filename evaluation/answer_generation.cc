@@ -28,7 +28,7 @@ std::shared_ptr<const policies::NodeEvaluation> AnswerGeneration::Find(const Key
 
 void AnswerGeneration::Put(const Key& key, std::shared_ptr<const policies::NodeEvaluation> answer) {
   if (answer == nullptr) return;  // a null answer would mark its slot free
-  if (slots_.empty()) slots_.resize(std::bit_ceil(std::max<size_t>(2 * limit_, 2)));
+  if (slots_.empty()) slots_.resize(ArraySize(limit_));
   Slot& slot = slots_[SlotOf(key)];
   if (slot.answer == nullptr) {
     if (full()) return;  // precondition broken: keep the bound rather than fill the array
@@ -36,6 +36,23 @@ void AnswerGeneration::Put(const Key& key, std::shared_ptr<const policies::NodeE
     slot.key = key;
   }
   slot.answer = std::move(answer);
+}
+
+void AnswerGeneration::ReleaseSome(size_t count) {
+  for (; count > 0 && size_ > 0 && released_to_ < slots_.size(); ++released_to_) {
+    if (slots_[released_to_].answer == nullptr) continue;
+    slots_[released_to_].answer.reset();
+    --size_;
+    --count;
+  }
+}
+
+void AnswerGeneration::Restart(size_t limit) {
+  ReleaseSome(size_);
+  limit_ = limit;
+  released_to_ = 0;
+  // A kept array's slots are all free now (a free slot's key is never read).
+  if (slots_.size() != ArraySize(limit)) slots_ = std::vector<Slot>();
 }
 
 }  // namespace gputopo::evaluation

@@ -8,6 +8,8 @@
 #ifndef GPUTOPO_EVALUATION_ANSWER_GENERATION_H_
 #define GPUTOPO_EVALUATION_ANSWER_GENERATION_H_
 
+#include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -34,12 +36,14 @@ class AnswerGeneration {
   AnswerGeneration(AnswerGeneration&& other) noexcept
       : limit_(std::exchange(other.limit_, 0)),
         size_(std::exchange(other.size_, 0)),
-        slots_(std::move(other.slots_)) {}
+        slots_(std::move(other.slots_)),
+        released_to_(std::exchange(other.released_to_, 0)) {}
   AnswerGeneration& operator=(AnswerGeneration&& other) noexcept {
     limit_ = std::exchange(other.limit_, 0);
     size_ = std::exchange(other.size_, 0);
     slots_ = std::move(other.slots_);
     other.slots_.clear();
+    released_to_ = std::exchange(other.released_to_, 0);
     return *this;
   }
 
@@ -52,16 +56,26 @@ class AnswerGeneration {
   size_t size() const { return size_; }
   bool full() const { return size_ >= limit_; }
 
+  // Frees up to `count` answers, for a generation that is being emptied a little at a time.
+  // Once it has been called, Find and Put are not to be until Restart. Keeps the array.
+  void ReleaseSome(size_t count);
+  // Empties the generation (freeing the answers left, usually none) and makes it hold up to
+  // `limit` answers. It keeps its array when that is the size `limit` needs: a new array of
+  // 2.6 MB costs milliseconds of page faults to first touch on some machines.
+  void Restart(size_t limit);
+
  private:
   struct Slot {
     Key key;
     std::shared_ptr<const policies::NodeEvaluation> answer;  // null: the slot is free
   };
   size_t SlotOf(const Key& key) const;  // where `key` is, or the free slot that ends its probe
+  static size_t ArraySize(size_t limit) { return std::bit_ceil(std::max<size_t>(2 * limit, 2)); }
 
   size_t limit_;
   size_t size_ = 0;
   std::vector<Slot> slots_;  // empty until the first Put; then a power of two >= 2 * limit_
+  size_t released_to_ = 0;   // ReleaseSome's cursor: no answer is left before it
 };
 
 }  // namespace gputopo::evaluation

@@ -58,23 +58,21 @@ std::shared_ptr<const NodeEvaluation> EvaluationCache::Find(const NodeState& nod
 
 void EvaluationCache::Insert(const NodeState& node, GpuMask group_gpus, uint64_t shape_id,
                              std::shared_ptr<const NodeEvaluation> evaluation) {
-  AnswerGeneration retired;  // freed outside the lock
-  {
-    MutexLock lock(answers_mutex_);
-    const AnswerGeneration::Key key{node.version(), shape_id, group_gpus};
-    if (newer_.full() && newer_.Find(key) == nullptr) {
-      if (retired_.size() == 0) {
-        retired_ = std::exchange(older_, std::move(newer_));
-      } else {
-        retired = std::exchange(older_, std::move(newer_));
-      }
-      newer_ = AnswerGeneration(kNodeAnswers / 2);
-      ++generation_;
-    }
-    newer_.Put(key, std::move(evaluation));
-    if (shape_id >= inserted_in_.size()) inserted_in_.resize(shape_id + 1, 0);
-    inserted_in_[shape_id] = generation_;
+  MutexLock lock(answers_mutex_);
+  const AnswerGeneration::Key key{node.version(), shape_id, group_gpus};
+  if (newer_.full() && newer_.Find(key) == nullptr) {
+    // kReleasedPerInsert >= 1 has emptied retired_ since the last drop (newer_ took at least
+    // kNodeAnswers / 2 inserts to fill): nothing is freed here, and its array is the new
+    // generation's.
+    AnswerGeneration emptied = std::exchange(retired_, std::exchange(older_, std::move(newer_)));
+    emptied.Restart(kNodeAnswers / 2);
+    newer_ = std::move(emptied);
+    ++generation_;
   }
+  newer_.Put(key, std::move(evaluation));
+  retired_.ReleaseSome(kReleasedPerInsert);
+  if (shape_id >= inserted_in_.size()) inserted_in_.resize(shape_id + 1, 0);
+  inserted_in_[shape_id] = generation_;
 }
 
 bool EvaluationCache::MayHoldAnswers(uint64_t shape_id) const {
@@ -84,9 +82,15 @@ bool EvaluationCache::MayHoldAnswers(uint64_t shape_id) const {
 }
 
 void EvaluationCache::ReleaseRetired() {
-  AnswerGeneration retired;  // freed outside the lock
+  AnswerGeneration retired;
+  {
+    MutexLock lock(answers_mutex_);
+    std::swap(retired, retired_);
+  }
+  retired.ReleaseSome(retired.size());  // the slow part, outside the lock
   MutexLock lock(answers_mutex_);
-  std::swap(retired, retired_);
+  // Its array, all free now, is the next generation's (unless an Insert set another aside).
+  if (retired_.size() == 0) retired_ = std::move(retired);
 }
 
 size_t EvaluationCache::node_answers() const {

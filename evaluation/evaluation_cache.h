@@ -144,10 +144,12 @@ class EvaluationCache {
   // False when no node answer of `shape_id` is kept (a pod shape seen for the first time, or
   // not lately): its cycle need not look for any.
   bool MayHoldAnswers(uint64_t shape_id) const;
-  // Frees the generation the last Insert()s dropped. Dropping tens of thousands of answers
-  // takes milliseconds, so Insert (on the request path) only sets them aside and the background
-  // refresh frees them; with one generation already set aside, Insert frees the older inline.
+  // Frees the generation the last Insert()s dropped. Dropping tens of thousands of answers at
+  // once takes milliseconds, so Insert (on the request path) only sets them aside, and then
+  // frees kReleasedPerInsert of them per Insert: they are gone before it drops the next
+  // generation, and no cycle pays for them all. The background refresh frees what is left.
   void ReleaseRetired();
+  static constexpr size_t kReleasedPerInsert = 2;
 
   // The table of `shape_id` for pods of `pod`'s group (TableGroup), made (and the least
   // recently used one dropped) when there is none. `pod` and `preset` are what its evaluations
@@ -193,7 +195,7 @@ class EvaluationCache {
   mutable Mutex answers_mutex_;
   AnswerGeneration newer_ GPUTOPO_GUARDED_BY(answers_mutex_){kNodeAnswers / 2};
   AnswerGeneration older_ GPUTOPO_GUARDED_BY(answers_mutex_);
-  // Dropped, not yet freed (ReleaseRetired).
+  // Dropped, not yet freed (Insert and ReleaseRetired free it).
   AnswerGeneration retired_ GPUTOPO_GUARDED_BY(answers_mutex_);
   // Generations started (newer_ is generation_'s, older_ the one before), and for each shape id
   // the generation of its latest Insert (0: none).

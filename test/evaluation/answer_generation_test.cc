@@ -70,5 +70,59 @@ TEST(AnswerGenerationTest, AMovedFromGenerationIsEmptyAndTheAnswersMoveAlong) {
   EXPECT_EQ(a.use_count(), 2);  // a, and `to`'s slot
 }
 
+// A generation emptied a little at a time frees exactly `count` answers per call, front to
+// back, and nothing it was not asked to.
+TEST(AnswerGenerationTest, ReleaseSomeFreesAtMostCountAnswersPerCall) {
+  constexpr uint64_t kAnswers = 100;
+  AnswerGeneration generation(kAnswers);
+  std::vector<std::weak_ptr<const policies::NodeEvaluation>> watched;
+  for (uint64_t i = 0; i < kAnswers; ++i) {
+    auto answer = Answer(static_cast<double>(i));
+    watched.push_back(answer);
+    generation.Put({i, 1, 0}, std::move(answer));  // the generation holds the only reference
+  }
+  auto alive = [&] {
+    size_t n = 0;
+    for (const auto& w : watched) n += w.expired() ? 0 : 1;
+    return n;
+  };
+  generation.ReleaseSome(7);
+  EXPECT_EQ(generation.size(), kAnswers - 7);
+  EXPECT_EQ(alive(), kAnswers - 7);
+  generation.ReleaseSome(0);
+  EXPECT_EQ(alive(), kAnswers - 7);
+  for (int i = 0; i < 100 && generation.size() > 0; ++i) generation.ReleaseSome(10);
+  EXPECT_EQ(generation.size(), 0u);
+  EXPECT_EQ(alive(), 0u);
+  generation.ReleaseSome(10);  // nothing left: no effect
+  EXPECT_EQ(generation.size(), 0u);
+  // Restarted, it is an empty generation again (its array kept): nothing old is found, and it
+  // holds up to its new limit.
+  generation.Restart(kAnswers);
+  for (uint64_t i = 0; i < kAnswers; ++i) EXPECT_EQ(generation.Find({i, 1, 0}), nullptr);
+  const auto a = Answer(1);
+  generation.Put({3, 1, 0}, a);
+  EXPECT_EQ(generation.Find({3, 1, 0}), a);
+  EXPECT_EQ(generation.size(), 1u);
+}
+
+TEST(AnswerGenerationTest, RestartFreesWhatIsLeftAndTakesTheNewLimit) {
+  AnswerGeneration generation(4);
+  std::weak_ptr<const policies::NodeEvaluation> watched;
+  {
+    auto answer = Answer(1);
+    watched = answer;
+    generation.Put({1, 1, 1}, std::move(answer));
+  }
+  generation.Restart(1);
+  EXPECT_TRUE(watched.expired());
+  EXPECT_EQ(generation.size(), 0u);
+  EXPECT_EQ(generation.Find({1, 1, 1}), nullptr);
+  generation.Put({2, 2, 2}, Answer(2));
+  EXPECT_TRUE(generation.full());  // the new limit, 1
+  generation.Put({3, 3, 3}, Answer(3));
+  EXPECT_EQ(generation.Find({3, 3, 3}), nullptr);
+}
+
 }  // namespace
 }  // namespace gputopo::evaluation

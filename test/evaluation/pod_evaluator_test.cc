@@ -196,6 +196,45 @@ TEST(EvaluationCacheTest, NodeAnswersAreKeyedByNodeVersionShapeAndGroupGpusAndBo
   EXPECT_TRUE(cache.MayHoldAnswers(EvaluationCache::kNodeAnswers - 1));
 }
 
+// A dropped generation is freed by the inserts that follow, a few per insert, without waiting
+// for ReleaseRetired: before the next generation is dropped, and never all in one insert.
+TEST(EvaluationCacheTest, InsertsFreeADroppedGenerationBitByBit) {
+  TestCluster cluster;
+  cluster.Add(MakeNode().Name("n").Profile("dgx1").Replicas(2).Allocatable(16).Obj());
+  EvaluationCache cache;
+  auto node = cluster.Node("n");
+  constexpr uint64_t kHalf = EvaluationCache::kNodeAnswers / 2;
+  std::vector<std::weak_ptr<const NodeEvaluation>> first;
+  uint64_t shape = 0;
+  for (; shape < kHalf; ++shape) {  // fills the newer generation with answers only it holds
+    auto e = std::make_shared<const NodeEvaluation>();
+    first.push_back(e);
+    cache.Insert(*node, 0, shape, std::move(e));
+  }
+  auto alive = [&] {
+    size_t n = 0;
+    for (const auto& w : first) n += w.expired() ? 0 : 1;
+    return n;
+  };
+  const auto e = std::make_shared<const NodeEvaluation>();
+  for (; shape < 2 * kHalf; ++shape) cache.Insert(*node, 0, shape, e);  // `first` is older now
+  EXPECT_EQ(alive(), kHalf);
+  cache.Insert(*node, 0, shape++, e);  // drops `first`'s generation, and frees a few of it
+  EXPECT_EQ(alive(), kHalf - EvaluationCache::kReleasedPerInsert);
+  cache.Insert(*node, 0, shape++, e);
+  EXPECT_EQ(alive(), kHalf - 2 * EvaluationCache::kReleasedPerInsert);
+  const uint64_t needed = kHalf / EvaluationCache::kReleasedPerInsert;
+  for (uint64_t i = 2; i < needed; ++i) cache.Insert(*node, 0, shape++, e);
+  EXPECT_EQ(alive(), 0u);  // all gone, well before the newer generation fills up
+  EXPECT_EQ(cache.Find(*node, 0, shape - 1), e);
+  // The next drops start each new generation in the emptied one's array: answers land and are
+  // found as ever.
+  const uint64_t from = shape;
+  for (; shape < from + 2 * kHalf; ++shape) cache.Insert(*node, 0, shape, e);
+  EXPECT_EQ(cache.Find(*node, 0, from - 1), nullptr);
+  for (uint64_t s = shape - kHalf; s < shape; ++s) ASSERT_EQ(cache.Find(*node, 0, s), e);
+}
+
 // A pod shape's first cycle finds no answers kept and does not look for any; its next cycle
 // does, and finds them.
 TEST(EvaluationCacheTest, AShapesFirstCycleDoesNotLookForNodeAnswers) {
