@@ -1,11 +1,14 @@
 #include "policies/engine/evaluation.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <memory_resource>
 #include <utility>
 #include <vector>
 
@@ -33,11 +36,29 @@ std::string Plural(int n, std::string_view word) {
   return std::to_string(n) + " " + std::string(word) + (n == 1 ? "" : "s");
 }
 
+// One evaluation's scratch memory: the prepared scorers and the search's lists live here, so
+// that an evaluation allocates from the heap only what it returns (most fit the buffer; the
+// rest spills to the heap). Not movable: scorers point into it.
+class Scratch {
+ public:
+  Scratch() = default;
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  std::pmr::memory_resource& memory() { return memory_; }
+
+ private:
+  static constexpr size_t kBytes = 4096;
+  alignas(std::max_align_t) std::array<std::byte, kBytes> buffer_;
+  std::pmr::monotonic_buffer_resource memory_{buffer_.data(), buffer_.size(),
+                                              std::pmr::new_delete_resource()};
+};
+
 // The masks of the domains a required locality confines the pod to; one "everything" domain
 // when it is not required.
-std::vector<GpuMask> SearchDomains(const PodRequirements& pod,
-                                   const topology::TopologyShape& shape) {
-  std::vector<GpuMask> domains;
+std::pmr::vector<GpuMask> SearchDomains(const PodRequirements& pod,
+                                        const topology::TopologyShape& shape,
+                                        std::pmr::memory_resource& memory) {
+  std::pmr::vector<GpuMask> domains(&memory);
   if (pod.gpus > 1 && pod.locality_mode == ConstraintMode::kRequired) {
     if (pod.locality == Locality::kNvLink) {
       for (int i = 0; i < shape.island_count(); ++i) domains.push_back(shape.island(i));
@@ -52,7 +73,7 @@ std::vector<GpuMask> SearchDomains(const PodRequirements& pod,
   return domains;
 }
 
-int LargestDomain(const std::vector<GpuMask>& domains, GpuMask within) {
+int LargestDomain(const std::pmr::vector<GpuMask>& domains, GpuMask within) {
   int largest = 0;
   for (GpuMask d : domains) largest = std::max(largest, Count(d & within));
   return largest;
@@ -156,14 +177,17 @@ std::string DescribeShortfall(const PlacementContext& ctx, const Eligibility& e)
 
 // A preset prepared for one (pod, node): each component's scorer and weight, in the preset's
 // order. For a pod without GPUs, a component that does not score such pods has no scorer and
-// gives the top score: the pod takes nothing it cares about. Belongs to one evaluation.
+// gives the top score: the pod takes nothing it cares about. Belongs to one evaluation, and
+// lives in its scratch memory.
 class PreparedPreset {
  public:
-  PreparedPreset(const PlacementContext& ctx, const Preset& preset) {
+  PreparedPreset(const PlacementContext& ctx, const Preset& preset, Scratch& scratch)
+      : parts_(&scratch.memory()) {
     parts_.reserve(preset.components().size());
     for (const WeightedComponent& c : preset.components()) {
       const bool scores = ctx.pod.gpus > 0 || c.component->ScoresGpuLessPods();
-      parts_.push_back({&c, scores ? c.component->Prepare(ctx) : nullptr});
+      parts_.push_back(
+          {&c, scores ? c.component->PrepareIn(ctx, scratch.memory()) : PreparedScorePtr()});
       total_weight_ += c.weight;
     }
   }
@@ -201,10 +225,10 @@ class PreparedPreset {
 
  private:
   struct Part {
-    const WeightedComponent* component;     // owned by the preset
-    std::unique_ptr<PreparedScore> scorer;  // null: the top score, for a pod without GPUs
+    const WeightedComponent* component;  // owned by the preset
+    PreparedScorePtr scorer;             // null: the top score, for a pod without GPUs
   };
-  std::vector<Part> parts_;
+  std::pmr::vector<Part> parts_;
   double total_weight_ = 0.0;
 };
 
@@ -213,11 +237,11 @@ class PreparedPreset {
 // confined the search to its domains).
 class CandidateSearch {
  public:
-  CandidateSearch(const PlacementContext& ctx, const Preset& preset)
+  CandidateSearch(const PlacementContext& ctx, const Preset& preset, Scratch& scratch)
       : shape_(ctx.shape),
         locality_(ctx.pod.locality),
         tiered_(ctx.pod.gpus > 1 && ctx.pod.locality != Locality::kNone && ctx.shape.links_known()),
-        scorers_(ctx, preset) {}
+        scorers_(ctx, preset, scratch) {}
 
   double WeightedScore(GpuMask gpus) const { return scorers_.WeightedScore(gpus); }
   std::vector<double> ComponentScores(GpuMask gpus) const { return scorers_.ComponentScores(gpus); }
@@ -284,7 +308,8 @@ NodeEvaluation EvaluateGpuLess(const PodRequirements& pod, const NodeState& node
   e.weighted_score = kMaxComponentScore;
   if (!node.has_topology()) return e;
   const PlacementContext ctx = MakePlacementContext(pod, node, group_gpus);
-  const PreparedPreset scorers(ctx, preset);
+  Scratch scratch;
+  const PreparedPreset scorers(ctx, preset, scratch);
   e.component_scores = scorers.ComponentScores(0);
   e.weighted_score = scorers.WeightedScore(0);
   return e;
@@ -308,7 +333,8 @@ NodeEvaluation EvaluatePlacement(const PodRequirements& pod, const NodeState& no
                                  const Preset& preset, GpuMask group_gpus, GpuMask gpus,
                                  uint64_t candidates) {
   const PlacementContext ctx = MakePlacementContext(pod, node, group_gpus);
-  const CandidateSearch search(ctx, preset);
+  Scratch scratch;
+  const CandidateSearch search(ctx, preset, scratch);
   NodeEvaluation e;
   e.verdict = Verdict::kFits;
   e.gpus = gpus;
@@ -357,8 +383,9 @@ NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node, c
                       " slots are held by pods without gputopo.io/assigned-gpus");
   }
 
-  const std::vector<GpuMask> domains = SearchDomains(pod, ctx.shape);
-  std::vector<GpuMask> pools;
+  Scratch scratch;
+  const std::pmr::vector<GpuMask> domains = SearchDomains(pod, ctx.shape, scratch.memory());
+  std::pmr::vector<GpuMask> pools(&scratch.memory());
   uint64_t combinations = 0;
   for (GpuMask domain : domains) {
     const GpuMask pool = domain & eligibility.eligible;
@@ -377,7 +404,7 @@ NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node, c
                       std::to_string(LargestDomain(domains, eligibility.eligible)) + " are");
   }
 
-  CandidateSearch search(ctx, preset);
+  CandidateSearch search(ctx, preset, scratch);
   const bool exact = combinations <= topology::kExactSearchLimit;
   for (GpuMask pool : pools) {
     if (exact) {
@@ -393,7 +420,7 @@ NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node, c
           topology::GrowGreedily(ctx.shape, pool, std::countr_zero(seeds), pod.gpus);
       if (grown.gpus != 0) search.Consider(grown.gpus);
     }
-    std::vector<std::pair<double, int>> singles;
+    std::pmr::vector<std::pair<double, int>> singles(&scratch.memory());
     for (GpuMask rest = pool; rest != 0; rest &= rest - 1) {
       const int g = std::countr_zero(rest);
       singles.emplace_back(-search.WeightedScore(Bit(g)), g);
@@ -421,7 +448,8 @@ std::vector<ComponentResult> ExplainPlacement(const PodRequirements& pod, const 
   std::vector<ComponentResult> out;
   if (!node.has_topology() || (gpus == 0 && pod.gpus > 0)) return out;
   const PlacementContext ctx = MakePlacementContext(pod, node);
-  const PreparedPreset scorers(ctx, preset);
+  Scratch scratch;
+  const PreparedPreset scorers(ctx, preset, scratch);
   for (size_t i = 0; i < scorers.size(); ++i) {
     const WeightedComponent& c = scorers.component(i);
     out.push_back({std::string(c.component->Name()), c.weight, scorers.Score(i, gpus),

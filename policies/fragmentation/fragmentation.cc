@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <memory_resource>
 
 namespace gputopo::policies {
 
@@ -21,6 +22,23 @@ int64_t Less(int64_t free, int64_t request) {
 
 int ClassMilli(const WorkloadClass& cls, int default_share) {
   return cls.milli > 0 ? cls.milli : default_share;
+}
+
+// Calls `take` with each locality domain of multi-GPU classes (FreeView::domains) in turn.
+template <typename Take>
+void ForEachDomain(const topology::TopologyShape& shape, Take take) {
+  if (shape.has_nvlink()) {
+    for (int i = 0; i < shape.island_count(); ++i) take(shape.island(i));
+  } else if (!shape.numa_ids().empty()) {
+    GpuMask unknown = shape.all_gpus();
+    for (int id : shape.numa_ids()) {
+      take(shape.numa_gpus(id));
+      unknown &= ~shape.numa_gpus(id);
+    }
+    if (unknown != 0) take(unknown);
+  } else {
+    take(shape.all_gpus());
+  }
 }
 
 }  // namespace
@@ -79,19 +97,7 @@ FreeView Fragmentation::Before(const PlacementContext& ctx) {
   view.default_share = kWholeGpuMilli / std::max(1, ctx.node.replicas());
   view.cpu_free = ctx.node.host().cpu_free_milli();
   view.memory_free = ctx.node.host().memory_free_bytes();
-  const topology::TopologyShape& shape = ctx.shape;
-  if (shape.has_nvlink()) {
-    for (int i = 0; i < shape.island_count(); ++i) view.domains.push_back(shape.island(i));
-  } else if (!shape.numa_ids().empty()) {
-    GpuMask unknown = shape.all_gpus();
-    for (int id : shape.numa_ids()) {
-      view.domains.push_back(shape.numa_gpus(id));
-      unknown &= ~shape.numa_gpus(id);
-    }
-    if (unknown != 0) view.domains.push_back(unknown);
-  } else {
-    view.domains.push_back(shape.all_gpus());
-  }
+  ForEachDomain(ctx.shape, [&](GpuMask domain) { view.domains.push_back(domain); });
   return view;
 }
 
@@ -117,13 +123,24 @@ namespace {
 // The fragmentation of one node before the pod, kept per workload class, and what placing the
 // pod on each GPU changes for each class, so that a candidate set is scored by adding up its
 // GPUs' changes. Every free capacity is a whole number of milli, so the sums are exact in any
-// order.
+// order. The free capacity before the pod is ctx's (Fragmentation::Before's view); everything
+// this allocates comes from `memory`.
 class PreparedFragmentation final : public PreparedScore {
  public:
-  PreparedFragmentation(const PlacementContext& ctx, const std::vector<WorkloadClass>& workload)
-      : workload_(workload), before_(Fragmentation::Before(ctx)) {
-    const int gpus = before_.gpu_count;
-    for (int g = 0; g < gpus; ++g) total_before_ += before_.free_milli[Index(g)];
+  PreparedFragmentation(const PlacementContext& ctx, const std::vector<WorkloadClass>& workload,
+                        std::pmr::memory_resource& memory)
+      : ctx_(ctx),
+        workload_(workload),
+        gpu_count_(ctx.node.gpu_count()),
+        default_share_(kWholeGpuMilli / std::max(1, ctx.node.replicas())),
+        cpu_free_(ctx.node.host().cpu_free_milli()),
+        memory_free_(ctx.node.host().memory_free_bytes()),
+        domains_(&memory),
+        classes_(&memory),
+        unusable_change_(&memory) {
+    ForEachDomain(ctx.shape, [&](GpuMask domain) { domains_.push_back(domain); });
+    const int gpus = gpu_count_;
+    for (int g = 0; g < gpus; ++g) total_before_ += ctx.free_milli[Index(g)];
     // The GPUs after taking the pod, each on its own.
     std::array<int, 64> slots_after{};
     std::array<int, 64> milli_after{};
@@ -133,10 +150,10 @@ class PreparedFragmentation final : public PreparedScore {
         slots_after[i] = 0;
         milli_after[i] = 0;
       } else {
-        slots_after[i] = std::max(0, before_.free_slots[i] - 1);
-        milli_after[i] = std::max(0, before_.free_milli[i] - ctx.share_milli);
+        slots_after[i] = std::max(0, ctx.free_slots[i] - 1);
+        milli_after[i] = std::max(0, ctx.free_milli[i] - ctx.share_milli);
       }
-      taken_[i] = before_.free_milli[i] - milli_after[i];
+      taken_[i] = ctx.free_milli[i] - milli_after[i];
     }
     double weights = 0.0;
     classes_.reserve(workload_.size());
@@ -146,26 +163,24 @@ class PreparedFragmentation final : public PreparedScore {
       ClassState state;
       for (int g = 0; g < gpus; ++g) {
         const size_t i = Index(g);
-        const bool usable_before =
-            Usable(before_.free_slots[i], before_.free_milli[i], cls, before_.default_share);
-        const bool usable_after =
-            Usable(slots_after[i], milli_after[i], cls, before_.default_share);
+        const bool usable_before = Usable(ctx.free_slots[i], ctx.free_milli[i], cls);
+        const bool usable_after = Usable(slots_after[i], milli_after[i], cls);
         if (usable_before) {
           state.usable |= topology::Bit(g);
         } else {
-          state.unusable += before_.free_milli[i];
+          state.unusable += ctx.free_milli[i];
         }
         if (usable_after) state.usable_after |= topology::Bit(g);
         unusable_change_[c * static_cast<size_t>(gpus) + i] =
-            (usable_before ? 0 : -before_.free_milli[i]) + (usable_after ? 0 : milli_after[i]);
+            (usable_before ? 0 : -ctx.free_milli[i]) + (usable_after ? 0 : milli_after[i]);
       }
-      state.host_fits_after = HostFits(Less(before_.cpu_free, ctx.pod.cpu_milli),
-                                       Less(before_.memory_free, ctx.pod.memory_bytes), cls);
+      state.host_fits_after = HostFits(Less(cpu_free_, ctx.pod.cpu_milli),
+                                       Less(memory_free_, ctx.pod.memory_bytes), cls);
       classes_.push_back(state);
-      // FragmentMilli(before_, cls), from what the loop above found: the same sums in the same
-      // order, so the same double.
-      const bool fits_before = HostFits(before_.cpu_free, before_.memory_free, cls) &&
-                               Fits(state.usable, before_.node_free_slots, cls);
+      // FragmentMilli(Before(ctx), cls), from what the loop above found: the same sums in the
+      // same order, so the same double.
+      const bool fits_before =
+          HostFits(cpu_free_, memory_free_, cls) && Fits(state.usable, ctx.node_free_slots, cls);
       expected_before_ += cls.weight * (fits_before ? state.unusable : total_before_);
       weights += cls.weight;
     }
@@ -181,8 +196,8 @@ class PreparedFragmentation final : public PreparedScore {
       taken += taken_[Index(std::countr_zero(rest))];
     }
     const double total_after = total_before_ - static_cast<double>(taken);
-    const int node_free_after = std::max(0, before_.node_free_slots - topology::Count(gpus));
-    const auto stride = static_cast<size_t>(before_.gpu_count);
+    const int node_free_after = std::max(0, ctx_.node_free_slots - topology::Count(gpus));
+    const auto stride = static_cast<size_t>(gpu_count_);
     double expected_after = 0.0;
     for (size_t c = 0; c < workload_.size(); ++c) {
       const WorkloadClass& cls = workload_[c];
@@ -222,25 +237,30 @@ class PreparedFragmentation final : public PreparedScore {
     bool host_fits_after = true;  // the node keeps the class's CPU and memory free after the pod
   };
   static size_t Index(int g) { return static_cast<size_t>(g); }
-  static bool Usable(int free_slots, int free_milli, const WorkloadClass& cls, int default_share) {
-    return free_slots >= 1 && free_milli >= ClassMilli(cls, default_share);
+  bool Usable(int free_slots, int free_milli, const WorkloadClass& cls) const {
+    return free_slots >= 1 && free_milli >= ClassMilli(cls, default_share_);
   }
   bool Fits(GpuMask usable, int node_free_slots, const WorkloadClass& cls) const {
     if (node_free_slots < cls.gpus) return false;
     if (cls.gpus <= 1) return usable != 0;
-    for (GpuMask domain : before_.domains) {
+    for (GpuMask domain : domains_) {
       if (topology::Count(usable & domain) >= cls.gpus) return true;
     }
     return false;
   }
 
+  const PlacementContext& ctx_;
   const std::vector<WorkloadClass>& workload_;
-  const FreeView before_;
+  const int gpu_count_;
+  const int default_share_;  // the share of a class with milli 0: 1000 / replicas
+  const int64_t cpu_free_;   // besides the GPUs; unlimited where unknown
+  const int64_t memory_free_;
+  std::pmr::vector<GpuMask> domains_;  // locality domains for multi-GPU classes
   double total_before_ = 0.0;
   std::array<int, 64> taken_{};  // milli the pod takes of each GPU
-  std::vector<ClassState> classes_;
+  std::pmr::vector<ClassState> classes_;
   // [class * gpu_count + gpu]: how the class's unusable milli changes when the pod takes the GPU.
-  std::vector<int> unusable_change_;
+  std::pmr::vector<int> unusable_change_;
   double expected_before_ = 0.0;
   double weight_sum_ = 0.0;
 };
@@ -253,8 +273,9 @@ const std::vector<WorkloadClass>& Fragmentation::WorkloadFor(const PlacementCont
   return observed->classes;
 }
 
-std::unique_ptr<PreparedScore> Fragmentation::Prepare(const PlacementContext& ctx) const {
-  return std::make_unique<PreparedFragmentation>(ctx, WorkloadFor(ctx));
+PreparedScorePtr Fragmentation::PrepareIn(const PlacementContext& ctx,
+                                          std::pmr::memory_resource& memory) const {
+  return MakePreparedScore<PreparedFragmentation>(memory, ctx, WorkloadFor(ctx), memory);
 }
 
 bool Fragmentation::ReadsHostResources() const {

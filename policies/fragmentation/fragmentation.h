@@ -63,7 +63,8 @@ class Fragmentation final : public ScoreComponent {
   bool ReadsHostResources() const override;
   // Computes the node's fragmentation once; each candidate set then costs
   // O(classes * (N + domains)).
-  std::unique_ptr<PreparedScore> Prepare(const PlacementContext& ctx) const override;
+  PreparedScorePtr PrepareIn(const PlacementContext& ctx,
+                             std::pmr::memory_resource& memory) const override;
   // Convenience for one set (tests): Prepare(ctx)->Score(gpus).
   double Score(const PlacementContext& ctx, GpuMask gpus) const;
 

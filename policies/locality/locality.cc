@@ -90,8 +90,10 @@ class PreparedLocality final : public PreparedScore {
 
 }  // namespace
 
-std::unique_ptr<PreparedScore> LocalityComponent::Prepare(const PlacementContext& ctx) const {
-  return std::make_unique<PreparedLocality>(*this, ctx, numa_weight_, unmet_cap_, unknown_score_);
+PreparedScorePtr LocalityComponent::PrepareIn(const PlacementContext& ctx,
+                                              std::pmr::memory_resource& memory) const {
+  return MakePreparedScore<PreparedLocality>(memory, *this, ctx, numa_weight_, unmet_cap_,
+                                             unknown_score_);
 }
 
 double LocalityComponent::Score(const PlacementContext& ctx, GpuMask gpus) const {

@@ -44,7 +44,8 @@ class LocalityComponent final : public ScoreComponent {
                     double numa_weight = kDefaultNumaWeight)
       : unmet_cap_(unmet_cap), unknown_score_(unknown_score), numa_weight_(numa_weight) {}
   std::string_view Name() const override { return kName; }
-  std::unique_ptr<PreparedScore> Prepare(const PlacementContext& ctx) const override;
+  PreparedScorePtr PrepareIn(const PlacementContext& ctx,
+                             std::pmr::memory_resource& memory) const override;
   double Score(const PlacementContext& ctx, GpuMask gpus) const;
   std::string Explain(const PlacementContext& ctx, GpuMask gpus) const;
 

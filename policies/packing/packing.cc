@@ -70,8 +70,10 @@ class PreparedPacking final : public PreparedScore {
 
 }  // namespace
 
-std::unique_ptr<PreparedScore> Packing::Prepare(const PlacementContext& ctx) const {
-  return std::make_unique<PreparedPacking>(ctx, cpu_reference_milli_, gpu_reference_milli_);
+PreparedScorePtr Packing::PrepareIn(const PlacementContext& ctx,
+                                    std::pmr::memory_resource& memory) const {
+  return MakePreparedScore<PreparedPacking>(memory, ctx, cpu_reference_milli_,
+                                            gpu_reference_milli_);
 }
 
 }  // namespace gputopo::policies

@@ -37,7 +37,8 @@ class Packing final : public ScoreComponent {
   Packing(double cpu_reference_milli, double gpu_reference_milli)
       : cpu_reference_milli_(cpu_reference_milli), gpu_reference_milli_(gpu_reference_milli) {}
   std::string_view Name() const override { return kName; }
-  std::unique_ptr<PreparedScore> Prepare(const PlacementContext& ctx) const override;
+  PreparedScorePtr PrepareIn(const PlacementContext& ctx,
+                             std::pmr::memory_resource& memory) const override;
   bool ScoresGpuLessPods() const override { return true; }
   bool ReadsHostResources() const override { return true; }
 

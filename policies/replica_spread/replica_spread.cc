@@ -10,9 +10,10 @@ double ReplicaSpreadScore(int n, int same_gpu, int same_island, double island_pe
   return std::clamp(kMaxComponentScore * (1.0 - penalty / n), 0.0, kMaxComponentScore);
 }
 
-std::unique_ptr<PreparedScore> ReplicaSpread::Prepare(const PlacementContext& ctx) const {
+PreparedScorePtr ReplicaSpread::PrepareIn(const PlacementContext& ctx,
+                                          std::pmr::memory_resource& memory) const {
   return MakeSimplePreparedScore(
-      ctx, [this](const PlacementContext& c, GpuMask g) { return Score(c, g); },
+      ctx, memory, [this](const PlacementContext& c, GpuMask g) { return Score(c, g); },
       [this](const PlacementContext& c, GpuMask g) { return Explain(c, g); });
 }
 

@@ -27,7 +27,8 @@ class ReplicaSpread final : public ScoreComponent {
   explicit ReplicaSpread(double island_penalty = kDefaultIslandPenalty)
       : island_penalty_(island_penalty) {}
   std::string_view Name() const override { return kName; }
-  std::unique_ptr<PreparedScore> Prepare(const PlacementContext& ctx) const override;
+  PreparedScorePtr PrepareIn(const PlacementContext& ctx,
+                             std::pmr::memory_resource& memory) const override;
   double Score(const PlacementContext& ctx, GpuMask gpus) const;
   std::string Explain(const PlacementContext& ctx, GpuMask gpus) const;
 

@@ -9,9 +9,10 @@ double SlotBalanceScore(int free_after, int total) {
   return std::clamp(kMaxComponentScore * free_after / total, 0.0, kMaxComponentScore);
 }
 
-std::unique_ptr<PreparedScore> SlotBalance::Prepare(const PlacementContext& ctx) const {
+PreparedScorePtr SlotBalance::PrepareIn(const PlacementContext& ctx,
+                                        std::pmr::memory_resource& memory) const {
   return MakeSimplePreparedScore(
-      ctx, [this](const PlacementContext& c, GpuMask g) { return Score(c, g); },
+      ctx, memory, [this](const PlacementContext& c, GpuMask g) { return Score(c, g); },
       [this](const PlacementContext& c, GpuMask g) { return Explain(c, g); });
 }
 

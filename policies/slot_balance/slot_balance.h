@@ -17,7 +17,8 @@ class SlotBalance final : public ScoreComponent {
  public:
   static constexpr std::string_view kName = "slot-balance";
   std::string_view Name() const override { return kName; }
-  std::unique_ptr<PreparedScore> Prepare(const PlacementContext& ctx) const override;
+  PreparedScorePtr PrepareIn(const PlacementContext& ctx,
+                             std::pmr::memory_resource& memory) const override;
   double Score(const PlacementContext& ctx, GpuMask gpus) const;
   std::string Explain(const PlacementContext& ctx, GpuMask gpus) const;
 };

@@ -28,9 +28,10 @@ class FixedComponent final : public ScoreComponent {
  public:
   explicit FixedComponent(double score) : score_(score) {}
   std::string_view Name() const override { return "fixed"; }
-  std::unique_ptr<PreparedScore> Prepare(const PlacementContext& ctx) const override {
+  PreparedScorePtr PrepareIn(const PlacementContext& ctx,
+                             std::pmr::memory_resource& memory) const override {
     return MakeSimplePreparedScore(
-        ctx, [score = score_](const PlacementContext&, GpuMask) { return score; },
+        ctx, memory, [score = score_](const PlacementContext&, GpuMask) { return score; },
         [](const PlacementContext&, GpuMask) { return std::string("fixed"); });
   }
 
