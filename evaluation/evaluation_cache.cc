@@ -161,17 +161,18 @@ EvaluationRef ShapeTable::Locked::Store(size_t position, uint64_t version,
   if (slot.version <= version) {  // a cycle on an older snapshot never undoes a newer answer
     slot.version = version;
     slot.ref = ref;
+    slot.owned_at = static_cast<uint32_t>(table_.owned_->size());
   }
-  if (table_.owned_at_.try_emplace(evaluation.get(), table_.owned_->size()).second) {
-    table_.owned_->push_back(std::move(evaluation));
-  }
+  // Kept even when the slot keeps a newer answer: the caller reads `ref` until it pins.
+  table_.owned_->push_back(std::move(evaluation));
   return ref;
 }
 
 std::shared_ptr<const NodeEvaluation> ShapeTable::Locked::FindOwned(size_t position,
                                                                     uint64_t version) const {
-  const EvaluationRef* found = Find(position, version);
-  return found == nullptr ? nullptr : (*table_.owned_)[table_.owned_at_.at(found->evaluation)];
+  if (Find(position, version) == nullptr) return nullptr;
+  const uint32_t at = table_.slots_[position].owned_at;
+  return at == kBorrowed ? nullptr : (*table_.owned_)[at];
 }
 
 std::shared_ptr<const void> ShapeTable::Locked::Pin() {
@@ -181,22 +182,19 @@ std::shared_ptr<const void> ShapeTable::Locked::Pin() {
 
 void ShapeTable::Locked::SeedFrom(const Locked& base) {
   table_.slots_ = base.table_.slots_;
+  for (Slot& slot : table_.slots_) slot.owned_at = kBorrowed;
   table_.borrowed_ = base.table_.owned_;
 }
 
 void ShapeTable::Compact() {
   auto fresh = std::make_shared<Owned>();
-  std::unordered_map<const NodeEvaluation*, size_t> fresh_at;
-  for (const Slot& slot : slots_) {
-    if (slot.ref.evaluation == nullptr) continue;
-    const auto own = owned_at_.find(slot.ref.evaluation);
-    if (own == owned_at_.end()) continue;  // borrowed: kept alive by borrowed_
-    if (fresh_at.try_emplace(slot.ref.evaluation, fresh->size()).second) {
-      fresh->push_back((*owned_)[own->second]);
-    }
+  fresh->reserve(slots_.size());
+  for (Slot& slot : slots_) {
+    if (slot.ref.evaluation == nullptr || slot.owned_at == kBorrowed) continue;
+    fresh->push_back((*owned_)[slot.owned_at]);
+    slot.owned_at = static_cast<uint32_t>(fresh->size() - 1);
   }
   owned_ = std::move(fresh);
-  owned_at_ = std::move(fresh_at);
 }
 
 }  // namespace gputopo::evaluation

@@ -90,7 +90,6 @@ class ShapeTable {
     // Keeps alive every evaluation Find and Store have answered since the last call to Pin()
     // (and possibly more). Call after a cycle's last Store.
     std::shared_ptr<const void> Pin();
-    size_t owned() const { return table_.owned_->size(); }
 
    private:
     ShapeTable& table_;
@@ -100,14 +99,16 @@ class ShapeTable {
   Locked Lock() { return Locked(*this); }
 
  private:
+  static constexpr uint32_t kBorrowed = UINT32_MAX;
   struct Slot {
     uint64_t version = 0;
     policies::EvaluationRef ref;
+    uint32_t owned_at = kBorrowed;  // the evaluation's index in *owned_; kBorrowed: seeded
   };
   using Owned = std::vector<std::shared_ptr<const policies::NodeEvaluation>>;
   void Attach(const std::shared_ptr<const policies::FlatNameIndex>& index);
-  // Starts a new set of owned evaluations holding only those the slots still refer to. The old
-  // set lives on for the cycles that pinned it.
+  // Starts a new set of owned evaluations holding only those the slots still refer to, one per
+  // slot. The old set lives on for the cycles that pinned it.
   void Compact();
 
   std::mutex mutex_;
@@ -115,10 +116,10 @@ class ShapeTable {
   // analysis cannot follow a lock held by a view returned from a function.)
   std::shared_ptr<const policies::FlatNameIndex> index_;
   std::vector<Slot> slots_;
-  // Every evaluation a slot refers to, each once (and some no slot refers to any more, until
-  // the next Compact). Append-only: pinned sets are never changed after they are replaced.
+  // Every evaluation a slot refers to (with repeats: one per Store), and some no slot refers to
+  // any more, until the next Compact. Append-only: pinned sets are never changed after they are
+  // replaced.
   std::shared_ptr<Owned> owned_ = std::make_shared<Owned>();
-  std::unordered_map<const policies::NodeEvaluation*, size_t> owned_at_;  // position in *owned_
   std::shared_ptr<const void> borrowed_;  // SeedFrom's base evaluations; never changed here
 };
 
