@@ -1,5 +1,6 @@
 #include "evaluation/pod_evaluator.h"
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <utility>
@@ -62,17 +63,29 @@ std::shared_ptr<const NodeEvaluation> PodEvaluator::EvaluateShared(const NodeSta
       return cached;
     }
   }
-  const MemoKey key{node.signature(), group,
-                    node.signature_hash() ^ (group * 0x9E3779B97F4A7C15ULL)};
-  auto [it, inserted] = memo_.try_emplace(key, nullptr);
-  if (!inserted) {
-    ++memo_hits_;
+  std::shared_ptr<const NodeEvaluation> answer;
+  if (MemoPays()) {
+    const MemoKey key{node.signature(), group,
+                      node.signature_hash() ^ (group * 0x9E3779B97F4A7C15ULL)};
+    auto [it, inserted] = memo_.try_emplace(key, nullptr);
+    if (!inserted) {
+      ++memo_hits_;
+    } else {
+      ++evaluated_;
+      it->second = std::make_shared<const NodeEvaluation>(symmetric_.Evaluate(node, group));
+    }
+    answer = it->second;
   } else {
     ++evaluated_;
-    it->second = std::make_shared<const NodeEvaluation>(symmetric_.Evaluate(node, group));
+    answer = std::make_shared<const NodeEvaluation>(symmetric_.Evaluate(node, group));
   }
-  if (cache_ != nullptr) cache_->Insert(node, group, shape_id_, it->second);
-  return it->second;
+  if (cache_ != nullptr) cache_->Insert(node, group, shape_id_, answer);
+  return answer;
+}
+
+bool PodEvaluator::MemoPays() const {
+  const size_t lookups = memo_.size() + memo_hits_;
+  return lookups < kMemoTrial || memo_hits_ * kMemoMinShare >= lookups;
 }
 
 EvaluationRef PodEvaluator::TableAnswer(ShapeTable::Locked& table, ShapeTable::Locked* base,
@@ -169,6 +182,8 @@ Evaluations PodEvaluator::EvaluateAt(const ClusterSnapshot& snapshot,
   ShapeTable::Locked locked = table->Lock();
   std::optional<ShapeTable::Locked> base_locked;
   locked.Attach(snapshot.name_index());
+  // A new table: every candidate is evaluated (or found equal to one that was).
+  if (locked.fresh()) memo_.reserve(std::min(positions.size(), kMemoTrial));
   if (base != nullptr) {
     base_locked.emplace(*base);
     base_locked->Attach(snapshot.name_index());

@@ -5,9 +5,9 @@
 // state has not changed since the slot was made), the cache's node answers (same node version,
 // pod shape and group GPUs), and within one evaluator, answers for nodes whose state signature
 // and group GPUs are equal (thousands of nodes of one machine type in a handful of states cost a
-// handful of searches); it evaluates otherwise, searching once per class of node states that a
-// symmetry of the machine relabels into one another (SymmetricStates). Every answer equals
-// policies::EvaluateNode's.
+// handful of searches; while that memo pays, see MemoPays); it evaluates otherwise, searching once
+// per class of node states that a symmetry of the machine relabels into one another
+// (SymmetricStates). Every answer equals policies::EvaluateNode's.
 //
 // Thread safety: a PodEvaluator is not thread-safe: use one per cycle. Evaluators sharing one
 // cache may run concurrently.
@@ -62,6 +62,13 @@ class PodEvaluator {
   uint64_t shape_id() const { return shape_id_; }  // in the cache; 0 without one
   uint64_t table_hits() const { return table_hits_; }
   size_t evaluation_count() const { return evaluations_.size(); }
+  // The memo of equal node states is kept up for kMemoTrial lookups, and then only while at
+  // least one in kMemoMinShare found an equal node. In a cluster of diverse node states (a large
+  // Deployment spread over random GPUs: 4% equal) it cost a tenth of a new pod shape's cycle and
+  // saved little; once it stops paying, it stays stopped for the evaluator's life (nothing is
+  // looked up any more), and every node is evaluated on its own.
+  static constexpr size_t kMemoTrial = 512;
+  static constexpr size_t kMemoMinShare = 8;
   uint64_t memo_hits() const { return memo_hits_; }
   uint64_t cache_hits() const { return cache_hits_; }
   // Nodes this evaluator evaluated, rather than found evaluated (in a cache or its own memo).
@@ -104,6 +111,7 @@ class PodEvaluator {
     size_t operator()(const MemoKey& key) const { return key.hash; }
   };
   std::unordered_map<MemoKey, std::shared_ptr<const policies::NodeEvaluation>, MemoKeyHash> memo_;
+  bool MemoPays() const;  // see kMemoTrial
   // The cache held node answers of this pod shape when the evaluator was made; when it did not,
   // none is looked for.
   bool cache_may_answer_ = false;

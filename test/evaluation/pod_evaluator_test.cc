@@ -196,6 +196,45 @@ TEST(EvaluationCacheTest, NodeAnswersAreKeyedByNodeVersionShapeAndGroupGpusAndBo
   EXPECT_TRUE(cache.MayHoldAnswers(EvaluationCache::kNodeAnswers - 1));
 }
 
+// The memo of equal node states stays while it finds equal nodes, and is dropped for the rest of
+// the evaluator's life once kMemoTrial lookups found fewer than one in kMemoMinShare: every
+// node is then evaluated on its own, with the same answers.
+TEST(PodEvaluatorTest, TheMemoStopsWhenNodeStatesAreDiverse) {
+  const size_t trial = PodEvaluator::kMemoTrial;
+  TestCluster equal;
+  TestCluster diverse;
+  for (size_t i = 0; i < trial + 100; ++i) {
+    const std::string name = "n" + std::to_string(i);
+    equal.Add(MakeNode().Name(name).Profile("dgx1").Replicas(2).Allocatable(16).Obj());
+    // Distinct free CPU: distinct states, until the last 100, which are all alike.
+    const int64_t cpu = i < trial ? 16000 + static_cast<int64_t>(i) : 8000;
+    diverse.Add(MakeNode()
+                    .Name(name)
+                    .Profile("dgx1")
+                    .Replicas(2)
+                    .Allocatable(16)
+                    .Host(cpu, int64_t{64} << 30)
+                    .Obj());
+  }
+  const PodRequirements req = *RequirementsOf(MakePod().Name("p").Gpus(2).Obj());
+  {
+    PodEvaluator evaluator(req, equal.preset());
+    for (const auto& node : equal.state().Snapshot()->nodes()) evaluator.Evaluate(*node);
+    EXPECT_EQ(evaluator.evaluated(), 1u);  // pays: kept to the end
+    EXPECT_EQ(evaluator.memo_hits(), trial + 99);
+  }
+  PodEvaluator evaluator(req, diverse.preset());
+  auto snapshot = diverse.state().Snapshot();
+  std::vector<uint32_t> results;
+  for (const auto& node : snapshot->nodes()) results.push_back(evaluator.Evaluate(*node));
+  EXPECT_EQ(evaluator.memo_hits(), 0u);
+  EXPECT_EQ(evaluator.evaluated(), trial + 100);  // the 100 alike ones each evaluated too
+  for (size_t i = 0; i < results.size(); ++i) {
+    EXPECT_EQ(evaluator.evaluation(results[i]).gpus,
+              EvaluateNode(req, *snapshot->nodes()[i], diverse.preset()).gpus);
+  }
+}
+
 // A dropped generation is freed by the inserts that follow, a few per insert, without waiting
 // for ReleaseRetired: before the next generation is dropped, and never all in one insert.
 TEST(EvaluationCacheTest, InsertsFreeADroppedGenerationBitByBit) {
