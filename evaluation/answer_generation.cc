@@ -6,7 +6,7 @@
 
 namespace gputopo::evaluation {
 
-size_t AnswerGeneration::SlotOf(const Key& key) const {
+size_t AnswerGeneration::Home(const Key& key) const {
   // Every bit of the key reaches the low bits the mask keeps (MurmurHash3's finalizer).
   uint64_t h = key.version * 0x9E3779B97F4A7C15ULL;
   h ^= (key.shape_id + 0x7F4A7C15ULL) * 0xC2B2AE3D27D4EB4FULL;
@@ -14,8 +14,12 @@ size_t AnswerGeneration::SlotOf(const Key& key) const {
   h ^= h >> 33;
   h *= 0xFF51AFD7ED558CCDULL;
   h ^= h >> 33;
+  return static_cast<size_t>(h) & (slots_.size() - 1);
+}
+
+size_t AnswerGeneration::SlotOf(const Key& key) const {
   const size_t mask = slots_.size() - 1;
-  size_t i = static_cast<size_t>(h) & mask;
+  size_t i = Home(key);
   // Terminates: at most half of the slots are ever taken.
   while (slots_[i].answer != nullptr && !(slots_[i].key == key)) i = (i + 1) & mask;
   return i;

@@ -49,6 +49,11 @@ class AnswerGeneration {
 
   // The answer stored for `key`, or null.
   std::shared_ptr<const policies::NodeEvaluation> Find(const Key& key) const;
+  // Asks the CPU to fetch the slot where `key`'s probe starts (no effect when the array is not
+  // allocated yet), for a caller about to Put many keys.
+  void Prefetch(const Key& key) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[Home(key)]);
+  }
   // Stores `answer` for `key`, replacing an earlier one. Precondition: answer != nullptr, and
   // !full() unless `key` is stored already.
   void Put(const Key& key, std::shared_ptr<const policies::NodeEvaluation> answer);
@@ -69,6 +74,7 @@ class AnswerGeneration {
     Key key;
     std::shared_ptr<const policies::NodeEvaluation> answer;  // null: the slot is free
   };
+  size_t Home(const Key& key) const;    // where `key`'s probe starts
   size_t SlotOf(const Key& key) const;  // where `key` is, or the free slot that ends its probe
   static size_t ArraySize(size_t limit) { return std::bit_ceil(std::max<size_t>(2 * limit, 2)); }
 

@@ -59,7 +59,25 @@ std::shared_ptr<const NodeEvaluation> EvaluationCache::Find(const NodeState& nod
 void EvaluationCache::Insert(const NodeState& node, GpuMask group_gpus, uint64_t shape_id,
                              std::shared_ptr<const NodeEvaluation> evaluation) {
   MutexLock lock(answers_mutex_);
-  const AnswerGeneration::Key key{node.version(), shape_id, group_gpus};
+  InsertLocked({node.version(), shape_id, group_gpus}, std::move(evaluation));
+}
+
+void EvaluationCache::InsertAll(uint64_t shape_id, std::vector<NodeAnswer> answers) {
+  constexpr size_t kAhead = 8;
+  MutexLock lock(answers_mutex_);
+  for (size_t i = 0; i < answers.size(); ++i) {
+    if (i + kAhead < answers.size()) {
+      const NodeAnswer& next = answers[i + kAhead];
+      newer_.Prefetch({next.version, shape_id, next.group_gpus});
+    }
+    NodeAnswer& answer = answers[i];
+    InsertLocked({answer.version, shape_id, answer.group_gpus}, std::move(answer.evaluation));
+  }
+}
+
+void EvaluationCache::InsertLocked(const AnswerGeneration::Key& key,
+                                   std::shared_ptr<const NodeEvaluation> evaluation) {
+  const uint64_t shape_id = key.shape_id;
   if (newer_.full() && newer_.Find(key) == nullptr) {
     // kReleasedPerInsert >= 1 has emptied retired_ since the last drop (newer_ took at least
     // kNodeAnswers / 2 inserts to fill): nothing is freed here, and its array is the new

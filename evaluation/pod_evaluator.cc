@@ -48,7 +48,13 @@ GpuMask PodEvaluator::GroupGpusOf(const NodeState& node) const {
 }
 
 uint32_t PodEvaluator::Evaluate(const NodeState& node) {
-  return Add(EvaluateShared(node, GroupGpusOf(node)));
+  const uint32_t index = Add(EvaluateShared(node, GroupGpusOf(node)));
+  InsertAnswers();
+  return index;
+}
+
+void PodEvaluator::InsertAnswers() {
+  if (!to_insert_.empty()) cache_->InsertAll(shape_id_, std::exchange(to_insert_, {}));
 }
 
 std::shared_ptr<const NodeEvaluation> PodEvaluator::EvaluateShared(const NodeState& node,
@@ -79,7 +85,7 @@ std::shared_ptr<const NodeEvaluation> PodEvaluator::EvaluateShared(const NodeSta
     ++evaluated_;
     answer = std::make_shared<const NodeEvaluation>(symmetric_.Evaluate(node, group));
   }
-  if (cache_ != nullptr) cache_->Insert(node, group, shape_id_, answer);
+  if (cache_ != nullptr) to_insert_.push_back({node.version(), group, answer});
   return answer;
 }
 
@@ -141,6 +147,7 @@ size_t PodEvaluator::RefreshTable(ShapeTable& table, const ClusterSnapshot& snap
         pod_.spread != SpreadMode::kNone && summary.groups.MayContain(group_hash_);
     answers.push_back(EvaluateShared(node, may_hold_group ? GroupGpusOf(node) : 0));
   }
+  InsertAnswers();
   ShapeTable::Locked locked = table.Lock();
   // A cycle on a snapshot with other nodes may have moved the table on: then these positions
   // are not the table's any more, and the next refresh starts again.
@@ -241,6 +248,7 @@ Evaluations PodEvaluator::EvaluateAt(const ClusterSnapshot& snapshot,
       if (positions[i] != ClusterSnapshot::kNotFound) out.per_node[i] = answer(positions[i]);
     }
   }
+  InsertAnswers();
   out.lease.Hold(locked.Pin());
   out.lease.Hold(locked.borrowed());
   if (base_locked) (void)base_locked->Pin();  // compacts it now and then

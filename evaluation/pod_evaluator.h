@@ -81,6 +81,7 @@ class PodEvaluator {
   // The node's GPUs holding the pod's group, as far as the evaluation depends on them.
   policies::GpuMask GroupGpusOf(const policies::NodeState& node) const;
   // Evaluate()'s answer, through the node answers and this evaluator's memo, without keeping it.
+  // An answer it evaluates waits in to_insert_ for InsertAnswers.
   std::shared_ptr<const policies::NodeEvaluation> EvaluateShared(const policies::NodeState& node,
                                                                  policies::GpuMask group);
   // The answer `table` (of this pod's shape and group) keeps for the node at `position`,
@@ -90,6 +91,9 @@ class PodEvaluator {
   policies::EvaluationRef TableAnswer(ShapeTable::Locked& table, ShapeTable::Locked* base,
                                       const policies::ClusterSnapshot& snapshot, size_t position);
 
+  // Puts the answers evaluated since the last call into the cache's node answers, all at once.
+  void InsertAnswers();
+
   const policies::PodRequirements& pod_;
   std::shared_ptr<const policies::Preset> shared_preset_;  // null without a cache
   const policies::Preset& preset_;
@@ -97,6 +101,7 @@ class PodEvaluator {
   uint64_t shape_id_ = 0;
   size_t group_hash_;
   std::vector<std::shared_ptr<const policies::NodeEvaluation>> evaluations_;
+  std::vector<EvaluationCache::NodeAnswer> to_insert_;  // with a cache, see EvaluateShared
   // Node signature + group GPUs -> evaluation, for this evaluator's lifetime. The signature is
   // the first node's of that state, which the caller keeps alive (see the constructors).
   struct MemoKey {
