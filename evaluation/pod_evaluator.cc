@@ -190,11 +190,12 @@ Evaluations PodEvaluator::EvaluateAt(const ClusterSnapshot& snapshot,
   std::optional<ShapeTable::Locked> base_locked;
   locked.Attach(snapshot.name_index());
   // A new table: every candidate is evaluated (or found equal to one that was).
-  if (locked.fresh()) memo_.reserve(std::min(positions.size(), kMemoTrial));
+  const bool fresh = locked.fresh();
+  if (fresh) memo_.reserve(std::min(positions.size(), kMemoTrial));
   if (base != nullptr) {
     base_locked.emplace(*base);
     base_locked->Attach(snapshot.name_index());
-    if (locked.fresh()) {
+    if (fresh) {
       // The first cycle of a new group: every node starts with the base table's answer, and
       // only those that may hold the group are answered afresh (copying slot by slot took
       // milliseconds at 5000 nodes).
@@ -224,8 +225,9 @@ Evaluations PodEvaluator::EvaluateAt(const ClusterSnapshot& snapshot,
         asked[position] = static_cast<uint32_t>(i + 1);
       }
     }
-    // A node whose slot is stale is evaluated: its scattered state is fetched ahead, the object
-    // kFar positions ahead and what it points to kNear ahead.
+    // In a new table's sweep, nodes whose slots are stale are evaluated: their scattered state
+    // is fetched ahead, the object kFar positions ahead and what it points to kNear ahead. (A
+    // table in use has a few stale slots a cycle: looking ahead would cost more than it saves.)
     constexpr size_t kFar = 8;
     constexpr size_t kNear = 4;
     auto stale = [&](size_t position) {
@@ -233,8 +235,10 @@ Evaluations PodEvaluator::EvaluateAt(const ClusterSnapshot& snapshot,
              locked.Find(position, snapshot.summary(position).version) == nullptr;
     };
     for (size_t position = 0; position < node_count; ++position) {
-      if (stale(position + kFar)) snapshot.nodes()[position + kFar]->PrefetchObject();
-      if (stale(position + kNear)) snapshot.nodes()[position + kNear]->PrefetchParts();
+      if (fresh) {
+        if (stale(position + kFar)) snapshot.nodes()[position + kFar]->PrefetchObject();
+        if (stale(position + kNear)) snapshot.nodes()[position + kNear]->PrefetchParts();
+      }
       if (asked[position] != 0) out.per_node[asked[position] - 1] = answer(position);
     }
     for (const auto& [entry, earlier] : repeats) out.per_node[entry] = out.per_node[earlier];
