@@ -75,6 +75,7 @@ void CachedEvaluations::Remember(const EvaluationQuery& query, uint64_t shape_id
 
 Evaluations CachedEvaluations::Evaluate(const EvaluationQuery& query) {
   PodEvaluator evaluator(query.pod, query.preset, cache_);
+  evaluator.UseHelpers(helpers_);
   const uint64_t shape_id = evaluator.shape_id();
   Evaluations out;
   if (Reuse(query, shape_id, out)) return out;

@@ -32,12 +32,16 @@
 
 #include "evaluation/evaluation_cache.h"
 #include "evaluation/evaluation_source.h"
+#include "evaluation/parallel_for.h"
 #include "gputopo/mutex.h"
 
 namespace gputopo::evaluation {
 
 class CachedEvaluations final : public EvaluationSource {
  public:
+  // `helpers` (whose executor must outlive this) may run the searches of a new pod shape's
+  // first cycle beside the request thread (PodEvaluator::UseHelpers); refreshes never use them.
+  explicit CachedEvaluations(EvaluationHelpers helpers = {}) : helpers_(helpers) {}
   Evaluations Evaluate(const EvaluationQuery& query) override;
   uint64_t Refresh(const std::shared_ptr<const policies::ClusterSnapshot>& snapshot) override;
 
@@ -67,6 +71,7 @@ class CachedEvaluations final : public EvaluationSource {
   bool Reuse(const EvaluationQuery& query, uint64_t shape_id, Evaluations& out) const;
   void Remember(const EvaluationQuery& query, uint64_t shape_id, const Evaluations& answers);
 
+  const EvaluationHelpers helpers_;
   EvaluationCache cache_;
 
   mutable Mutex calls_mutex_;

@@ -54,39 +54,75 @@ uint32_t PodEvaluator::Evaluate(const NodeState& node) {
 }
 
 void PodEvaluator::InsertAnswers() {
-  if (!to_insert_.empty()) cache_->InsertAll(shape_id_, std::exchange(to_insert_, {}));
+  if (to_insert_.empty()) return;
+  std::vector<EvaluationCache::NodeAnswer> answers;
+  answers.reserve(to_insert_.size());
+  for (const ToInsert& entry : to_insert_) {
+    answers.push_back({entry.version, entry.group, answers_[entry.answer]});
+  }
+  to_insert_.clear();
+  cache_->InsertAll(shape_id_, std::move(answers));
 }
 
 std::shared_ptr<const NodeEvaluation> PodEvaluator::EvaluateShared(const NodeState& node,
                                                                    GpuMask group) {
-  if (!node.has_topology()) {  // the error text differs per node: not memoised
+  return answers_[Resolve(node, group, nullptr)];
+}
+
+uint32_t PodEvaluator::Resolve(const NodeState& node, GpuMask group, std::vector<Search>* later) {
+  const auto next = static_cast<uint32_t>(answers_.size());
+  auto search = [&](bool plain) {
     ++evaluated_;
-    return std::make_shared<const NodeEvaluation>(EvaluateNode(pod_, node, preset_, 0));
-  }
+    if (later != nullptr) {
+      answers_.emplace_back();
+      later->push_back({&node, group, next, plain});
+    } else {
+      answers_.push_back(std::make_shared<const NodeEvaluation>(
+          plain ? EvaluateNode(pod_, node, preset_, 0) : symmetric_.Evaluate(node, group)));
+    }
+    return next;
+  };
+  if (!node.has_topology()) return search(true);  // the error text differs per node: not memoised
   if (cache_may_answer_) {
     if (auto cached = cache_->Find(node, group, shape_id_)) {
       ++cache_hits_;
-      return cached;
+      answers_.push_back(std::move(cached));
+      return next;
     }
   }
-  std::shared_ptr<const NodeEvaluation> answer;
+  uint32_t answer = next;
   if (MemoPays()) {
     const MemoKey key{node.signature(), group,
                       node.signature_hash() ^ (group * 0x9E3779B97F4A7C15ULL)};
-    auto [it, inserted] = memo_.try_emplace(key, nullptr);
+    auto [it, inserted] = memo_.try_emplace(key, next);
     if (!inserted) {
       ++memo_hits_;
+      answer = it->second;
     } else {
-      ++evaluated_;
-      it->second = std::make_shared<const NodeEvaluation>(symmetric_.Evaluate(node, group));
+      (void)search(false);
     }
-    answer = it->second;
   } else {
-    ++evaluated_;
-    answer = std::make_shared<const NodeEvaluation>(symmetric_.Evaluate(node, group));
+    (void)search(false);
   }
   if (cache_ != nullptr) to_insert_.push_back({node.version(), group, answer});
   return answer;
+}
+
+void PodEvaluator::RunSearches(const std::vector<Search>& searches) {
+  const EvaluationHelpers helpers =
+      searches.size() >= kHelpedSearches ? helpers_ : EvaluationHelpers{};
+  while (helper_symmetric_.size() < static_cast<size_t>(std::max(helpers.threads, 0))) {
+    helper_symmetric_.push_back(std::make_unique<SymmetricStates>(pod_, preset_));
+  }
+  ParallelFor(helpers, searches.size(), kSearchChunk, [&](int worker, size_t begin, size_t end) {
+    SymmetricStates& symmetric =
+        worker == 0 ? symmetric_ : *helper_symmetric_[static_cast<size_t>(worker - 1)];
+    for (size_t i = begin; i < end; ++i) {
+      const Search& s = searches[i];
+      answers_[s.answer] = std::make_shared<const NodeEvaluation>(
+          s.plain ? EvaluateNode(pod_, *s.node, preset_, 0) : symmetric.Evaluate(*s.node, s.group));
+    }
+  });
 }
 
 bool PodEvaluator::MemoPays() const {
@@ -234,12 +270,51 @@ Evaluations PodEvaluator::EvaluateAt(const ClusterSnapshot& snapshot,
       return position < node_count && asked[position] != 0 &&
              locked.Find(position, snapshot.summary(position).version) == nullptr;
     };
+    // Three passes, as TableAnswer would answer each node: find each node's answer in the
+    // tables, or where it will come from (the node answers, the memo, or a search); run the
+    // searches, on helper threads too when there are many (RunSearches); store the new answers,
+    // in position order.
+    struct Pending {
+      size_t position;
+      uint32_t answer;  // in answers_
+      bool into_base;   // the base table's answer too (a node that cannot hold the group)
+    };
+    std::vector<Pending> pending;
+    std::vector<Search> searches;
     for (size_t position = 0; position < node_count; ++position) {
       if (fresh) {
         if (stale(position + kFar)) snapshot.nodes()[position + kFar]->PrefetchObject();
         if (stale(position + kNear)) snapshot.nodes()[position + kNear]->PrefetchParts();
       }
-      if (asked[position] != 0) out.per_node[asked[position] - 1] = answer(position);
+      if (asked[position] == 0) continue;
+      const NodeSummary& summary = snapshot.summary(position);
+      EvaluationRef& entry = out.per_node[asked[position] - 1];
+      if (const EvaluationRef* found = locked.Find(position, summary.version)) {
+        ++table_hits_;
+        entry = *found;
+        continue;
+      }
+      const bool may_hold_group =
+          pod_.spread != SpreadMode::kNone && summary.groups.MayContain(group_hash_);
+      const NodeState& node = *snapshot.nodes()[position];
+      if (base_view != nullptr && !may_hold_group) {
+        if (auto seeded = base_view->FindOwned(position, summary.version)) {
+          ++table_hits_;
+          entry = locked.Store(position, summary.version, std::move(seeded));
+        } else {
+          pending.push_back({position, Resolve(node, 0, &searches), true});
+        }
+        continue;
+      }
+      pending.push_back(
+          {position, Resolve(node, may_hold_group ? GroupGpusOf(node) : 0, &searches), false});
+    }
+    RunSearches(searches);
+    for (const Pending& p : pending) {
+      const uint64_t version = snapshot.summary(p.position).version;
+      const std::shared_ptr<const NodeEvaluation>& evaluation = answers_[p.answer];
+      if (p.into_base) (void)base_view->Store(p.position, version, evaluation);
+      out.per_node[asked[p.position] - 1] = locked.Store(p.position, version, evaluation);
     }
     for (const auto& [entry, earlier] : repeats) out.per_node[entry] = out.per_node[earlier];
   } else {

@@ -23,6 +23,7 @@
 
 #include "evaluation/evaluation_cache.h"
 #include "evaluation/evaluation_source.h"
+#include "evaluation/parallel_for.h"
 #include "evaluation/symmetric_states.h"
 #include "policies/engine/evaluation.h"
 
@@ -37,6 +38,12 @@ class PodEvaluator {
   // With `cache` (which must outlive it): its tables and node answers too.
   PodEvaluator(const policies::PodRequirements& pod, std::shared_ptr<const policies::Preset> preset,
                EvaluationCache& cache);
+
+  // Threads that may run a cycle's searches beside the caller's (EvaluateAt's sweep of a new
+  // table, when it has at least kHelpedSearches to make), kSearchChunk at a time.
+  void UseHelpers(const EvaluationHelpers& helpers) { helpers_ = helpers; }
+  static constexpr size_t kHelpedSearches = 256;
+  static constexpr size_t kSearchChunk = 64;
 
   // Index of the node's evaluation; see evaluation().
   uint32_t Evaluate(const policies::NodeState& node);
@@ -74,16 +81,37 @@ class PodEvaluator {
   // Nodes this evaluator evaluated, rather than found evaluated (in a cache or its own memo).
   uint64_t evaluated() const { return evaluated_; }
   // Of those, the nodes answered from a relabeled node's search (SymmetricStates).
-  uint64_t relabeled() const { return symmetric_.relabeled(); }
+  uint64_t relabeled() const {
+    uint64_t n = symmetric_.relabeled();
+    for (const auto& helper : helper_symmetric_) n += helper->relabeled();
+    return n;
+  }
 
  private:
   uint32_t Add(std::shared_ptr<const policies::NodeEvaluation> evaluation);
   // The node's GPUs holding the pod's group, as far as the evaluation depends on them.
   policies::GpuMask GroupGpusOf(const policies::NodeState& node) const;
-  // Evaluate()'s answer, through the node answers and this evaluator's memo, without keeping it.
-  // An answer it evaluates waits in to_insert_ for InsertAnswers.
+  // Evaluate()'s answer, through the node answers and this evaluator's memo, without keeping it
+  // (Resolve, searching at once).
   std::shared_ptr<const policies::NodeEvaluation> EvaluateShared(const policies::NodeState& node,
                                                                  policies::GpuMask group);
+  // A search to make: answers_[answer] = the evaluation of `node` with `group` (plain: a node
+  // without topology, evaluated as such and never memoised).
+  struct Search {
+    const policies::NodeState* node;
+    policies::GpuMask group;
+    uint32_t answer;
+    bool plain;
+  };
+  // Where the answer for (node, group) is in answers_: a node answer of the cache, an equal
+  // node's (the memo), or a new search, made at once when `later` is null and else appended to
+  // it for RunSearches (answers_ holds null there until then). Queues what the cache should
+  // keep in to_insert_.
+  uint32_t Resolve(const policies::NodeState& node, policies::GpuMask group,
+                   std::vector<Search>* later);
+  // Makes `searches`, on helper threads too when there are enough of them; each answer equals
+  // what Resolve would have made at once.
+  void RunSearches(const std::vector<Search>& searches);
   // The answer `table` (of this pod's shape and group) keeps for the node at `position`,
   // evaluated and stored when the slot is not for the node's current version. A node that
   // cannot hold the pod's group takes `base`'s answer when it has one (the shape's table for a
@@ -101,7 +129,16 @@ class PodEvaluator {
   uint64_t shape_id_ = 0;
   size_t group_hash_;
   std::vector<std::shared_ptr<const policies::NodeEvaluation>> evaluations_;
-  std::vector<EvaluationCache::NodeAnswer> to_insert_;  // with a cache, see EvaluateShared
+  // Every answer this evaluator resolved (the memo and to_insert_ refer to them by index).
+  std::vector<std::shared_ptr<const policies::NodeEvaluation>> answers_;
+  struct ToInsert {
+    uint64_t version;  // the NodeState's
+    policies::GpuMask group;
+    uint32_t answer;
+  };
+  std::vector<ToInsert> to_insert_;  // with a cache: see Resolve
+  EvaluationHelpers helpers_;
+  std::vector<std::unique_ptr<SymmetricStates>> helper_symmetric_;  // one per helper thread
   // Node signature + group GPUs -> evaluation, for this evaluator's lifetime. The signature is
   // the first node's of that state, which the caller keeps alive (see the constructors).
   struct MemoKey {
@@ -115,8 +152,8 @@ class PodEvaluator {
   struct MemoKeyHash {
     size_t operator()(const MemoKey& key) const { return key.hash; }
   };
-  std::unordered_map<MemoKey, std::shared_ptr<const policies::NodeEvaluation>, MemoKeyHash> memo_;
-  bool MemoPays() const;  // see kMemoTrial
+  std::unordered_map<MemoKey, uint32_t, MemoKeyHash> memo_;  // -> index in answers_
+  bool MemoPays() const;                                     // see kMemoTrial
   // The cache held node answers of this pod shape when the evaluator was made; when it did not,
   // none is looked for.
   bool cache_may_answer_ = false;

@@ -2,9 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "gputopo/excerpt.h"
 #include "gputopo/well_known.h"
@@ -99,10 +101,28 @@ Result<policies::PresetCatalog> LoadPresets(const std::string& extra_dir) {
   return catalog;
 }
 
+namespace {
+
+// AppOptions::evaluation_threads, with -1 resolved.
+int EvaluationHelperThreads(int requested) {
+  if (requested >= 0) return requested;
+  const auto cpus = static_cast<int>(std::thread::hardware_concurrency());
+  return std::clamp(cpus - 1, 0, 3);
+}
+
+}  // namespace
+
 App::App(const AppOptions& options, const Clock& clock)
     : clock_(clock),
       grace_period_(options.server.http.grace_period),
-      background_(kBackgroundThreads, &StartBackgroundThread) {}
+      background_(kBackgroundThreads, &StartBackgroundThread),
+      evaluation_helpers_(EvaluationHelperThreads(options.evaluation_threads) > 0
+                              ? std::make_unique<service::ThreadPoolExecutor>(
+                                    EvaluationHelperThreads(options.evaluation_threads))
+                              : nullptr),
+      evaluation_helper_threads_(EvaluationHelperThreads(options.evaluation_threads)),
+      evaluations_(
+          evaluation::EvaluationHelpers{evaluation_helpers_.get(), evaluation_helper_threads_}) {}
 App::~App() { Stop(); }
 
 Status App::Start() {

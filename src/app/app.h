@@ -54,6 +54,9 @@ struct AppOptions {
   // Live mode with an admin listener: /metrics and /debug need a bearer token that RBAC allows
   // (TokenReview + SubjectAccessReview).
   bool admin_auth = true;
+  // Threads that make the searches of a new pod shape's first cycle beside the request thread
+  // (`--evaluation-threads`): 0 none; -1 one less than the CPUs, at most 3.
+  int evaluation_threads = -1;
 };
 
 // The catalogs, built from embedded files plus the optional directories. Error names the file.
@@ -119,6 +122,10 @@ class App {
   topology::ProfileCatalog profiles_{interner_};
   topology::TopologyResolver resolver_{profiles_, interner_};
   policies::PresetCatalog presets_;
+  // At the request threads' priority (the searches of a cycle a request waits for); null when
+  // there are none. Before evaluations_, which posts to it.
+  std::unique_ptr<service::ThreadPoolExecutor> evaluation_helpers_;
+  const int evaluation_helper_threads_;
   // Before state_: the state tells the refresher of every snapshot, so both outlive it.
   evaluation::CachedEvaluations evaluations_;
   std::unique_ptr<service::TableRefresher> table_refresher_;

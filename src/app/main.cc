@@ -313,6 +313,11 @@ int Main(int argc, char** argv) {
     cmd->add_option("--bind-threads", options.server.http.bind_threads, "bind worker threads")
         ->check(CLI::Range(1, 1024))
         ->capture_default_str();
+    cmd->add_option("--evaluation-threads", options.evaluation_threads,
+                    "threads that share a new pod shape's searches with the request thread "
+                    "(-1: one less than the CPUs, at most 3)")
+        ->check(CLI::Range(-1, 64))
+        ->capture_default_str();
     AddDurationFlag(cmd, "--shutdown-grace", grace_seconds,
                     "on SIGTERM, how long requests in flight may take to finish (10s, 500ms)");
   };
