@@ -36,6 +36,7 @@
 #include "bench/child_process.h"
 #include "src/app/app.h"
 #include "src/app/system_clock.h"
+#include "src/codec/topology_document.h"
 #include "test/support/fake_api_server.h"
 
 extern char** environ;
@@ -61,8 +62,10 @@ std::string ReadText(const std::string& path) {
   return out.str();
 }
 
-// A Node like the ones kube-scheduler sends (the captured object, renamed and labelled).
-json MakeNode(const json& templ, int i) {
+// A Node like the ones kube-scheduler sends (the captured object, renamed and labelled). Even
+// nodes are HGX H100s, odd ones DGX-1s: named by the profile label, or, when `documents` holds
+// the two machines' topology documents, described by the annotation the node agent publishes.
+json MakeNode(const json& templ, int i, const std::vector<std::string>& documents) {
   json node = templ;
   const std::string name = "gpu-node-" + std::to_string(i);
   node["apiVersion"] = "v1";
@@ -70,7 +73,12 @@ json MakeNode(const json& templ, int i) {
   node["metadata"]["name"] = name;
   node["metadata"]["uid"] = "node-uid-" + std::to_string(i);
   node["metadata"]["labels"]["kubernetes.io/hostname"] = name;
-  node["metadata"]["labels"]["gputopo.io/topology-profile"] = i % 2 == 0 ? "hgx-h100" : "dgx1-v100";
+  if (documents.empty()) {
+    node["metadata"]["labels"]["gputopo.io/topology-profile"] =
+        i % 2 == 0 ? "hgx-h100" : "dgx1-v100";
+  } else {
+    node["metadata"]["annotations"]["gputopo.io/topology"] = documents[static_cast<size_t>(i % 2)];
+  }
   node["metadata"]["labels"]["nvidia.com/gpu.replicas"] = "4";
   node["metadata"]["labels"]["nvidia.com/gpu.count"] = "8";
   node["status"]["allocatable"]["nvidia.com/gpu"] = "32";
@@ -139,13 +147,14 @@ struct Cluster {
 //               the pending pods scale up: the pod's group is on every node (gputopo's main case,
 //               a large Deployment spread over the cluster), on diverse GPUs and free masks.
 Cluster MakeCluster(int nodes, int pods_per_node, int pending, const json& templ, uint64_t seed,
-                    const std::string& scenario = "mixed", int cpu_pods_per_node = 0) {
+                    const std::string& scenario = "mixed", int cpu_pods_per_node = 0,
+                    const std::vector<std::string>& documents = {}) {
   const bool deployment = scenario == "deployment";
   std::mt19937_64 rng(seed);
   Cluster c;
   json items = json::array();
   for (int i = 0; i < nodes; ++i) {
-    json node = MakeNode(templ, i);
+    json node = MakeNode(templ, i, documents);
     c.names.push_back(node["metadata"]["name"]);
     c.objects.push_back(node.dump());
     items.push_back(std::move(node));
@@ -368,6 +377,10 @@ int Main(int argc, char** argv) {
                  "bound GPU-less pods per node; > 0 also measures GPU-less pods' cycles, as in "
                  "all-pod mode")
       ->capture_default_str();
+  bool annotated = false;
+  cli.add_flag("--annotated-nodes", annotated,
+               "nodes carry the gputopo.io/topology annotation (as the node agent publishes it, "
+               "from topology/profiles) instead of the profile label");
   std::string rss_cluster;
   cli.add_option("--rss-cluster", rss_cluster, "internal: print the RSS of serving this snapshot");
   std::string gputopo = GPUTOPO_BINARY;
@@ -381,6 +394,19 @@ int Main(int argc, char** argv) {
 
   const json templ = json::parse(ReadText(templ_path))["Nodes"]["items"][0];
   if (!rss_cluster.empty()) return RssMode(rss_cluster);
+
+  std::vector<std::string> documents;
+  for (const char* profile : {"hgx-h100", "dgx1-v100"}) {
+    if (!annotated) break;
+    Result<codec::ProfileDocument> doc = codec::ParseProfileDocument(
+        ReadText(std::string("topology/profiles/") + profile + ".json"));
+    if (!doc.ok()) {
+      std::cerr << "topology/profiles/" << profile << ".json: " << doc.status().ToString() << "\n";
+      return 2;
+    }
+    documents.push_back(
+        codec::FormatTopologyDocument(doc->machine, {.pretty = false, .comments = {}}));
+  }
 
   std::filesystem::create_directories(out);
   std::ofstream csv(out + "/latency.csv");
@@ -398,7 +424,7 @@ int Main(int argc, char** argv) {
     largest = std::max(largest, nodes);
     // Enough pending pods for every steady-state cycle of both modes.
     Cluster c = MakeCluster(nodes, pods_per_node, requests * repeat + std::max(20, requests / 10),
-                            templ, 7, scenario, cpu_pods_per_node);
+                            templ, 7, scenario, cpu_pods_per_node, documents);
     app::SystemClock clock;
     app::AppOptions options;
     options.server.http.port = 0;
