@@ -30,7 +30,8 @@ void SetText(HttpResponse& res, int status, std::string body) {
   res.content_type = "text/plain";
 }
 
-// Parsers that handled bodies above this are not pooled (their buffers are freed).
+// Parsers that handled bodies above this are not pooled, but one is kept while such bodies keep
+// coming (ParserPool).
 constexpr size_t kPooledParserBytes = 8u << 20;
 // The admin listener takes no bodies worth the name.
 constexpr size_t kAdminMaxBodyBytes = 64u << 10;
@@ -146,7 +147,7 @@ struct ExtenderServer::Impl {
 void ExtenderServer::Impl::HandleFilter(const HttpRequest& req, HttpResponse& res) {
   const Clock& clock = deps.context.clock;
   const auto start = clock.MonotonicNow();
-  ParserPool::Lease parser = parsers.Acquire();
+  ParserPool::Lease parser = parsers.Acquire(req.body.size());
   Result<const extender::ExtenderArgs*> args = parser.ParseArgs(req.body);
   if (!args.ok()) {
     spdlog::warn("filter rejected: bad request from {}: {} ({} bytes)", req.remote_addr,
@@ -177,7 +178,7 @@ void ExtenderServer::Impl::HandleFilter(const HttpRequest& req, HttpResponse& re
 void ExtenderServer::Impl::HandlePrioritize(const HttpRequest& req, HttpResponse& res) {
   const Clock& clock = deps.context.clock;
   const auto start = clock.MonotonicNow();
-  ParserPool::Lease parser = parsers.Acquire();
+  ParserPool::Lease parser = parsers.Acquire(req.body.size());
   Result<const extender::ExtenderArgs*> args = parser.ParseArgs(req.body);
   if (!args.ok()) {
     spdlog::warn("prioritize rejected: bad request from {}: {} ({} bytes)", req.remote_addr,
