@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
@@ -146,14 +147,22 @@ struct HttpServer::Impl {
     } while (!inflight.compare_exchange_weak(current, current + bytes));
     return true;
   }
-  void Release(size_t bytes) {
+  // `lane`: the lane that handled the body of `body_bytes`, if a route took it. A body over
+  // kReleaseMemoryAfterBytes starts a run of large bodies on its lane, which the next smaller
+  // body on that lane ends: memory is released only when no lane is in such a run (see
+  // HttpServerOptions::release_memory).
+  void Release(size_t bytes, std::optional<Lane> lane = std::nullopt, size_t body_bytes = 0) {
     if (bytes == 0) return;
+    if (lane) large_run[static_cast<size_t>(*lane)] = body_bytes > kReleaseMemoryAfterBytes;
     const size_t before = inflight.fetch_sub(bytes);
     const size_t handled = released_since_trim.fetch_add(bytes) + bytes;
+    const bool in_large_run =
+        std::any_of(large_run.begin(), large_run.end(), [](const auto& run) { return run.load(); });
     // Not once stopping: the admin lane may be gone (sessions are destroyed last).
-    if (before == bytes && handled >= kReleaseMemoryAfterBytes && options.release_memory &&
-        !stopping && !trim_pending.exchange(true)) {
+    if (before == bytes && handled >= kReleaseMemoryAfterBytes && !in_large_run &&
+        options.release_memory && !stopping && !trim_pending.exchange(true)) {
       released_since_trim = 0;
+      ++memory_releases;
       admin->Post([this] {
         options.release_memory();
         trim_pending = false;
@@ -200,6 +209,8 @@ struct HttpServer::Impl {
   std::atomic<size_t> inflight{0};
   std::atomic<size_t> released_since_trim{0};
   std::atomic<bool> trim_pending{false};
+  std::array<std::atomic<bool>, 4> large_run{};  // by Lane; see Release
+  std::atomic<uint64_t> memory_releases{0};
   std::atomic<uint64_t> accepted{0}, refused{0}, too_large{0}, busy{0}, malformed{0}, timed_out{0};
 
   mutable std::mutex mutex;
@@ -362,15 +373,17 @@ class Connection final : public SessionBase {
     if (route.lane == Lane::kInline || route.lane == Lane::kVerbs) {
       // On this I/O thread, which has the body in its cache (see kVerbs).
       HttpResponse response = Handle(route, request);
+      const size_t body_bytes = request.body.size();
       request.body = std::string();
-      ReleaseBody();
+      ReleaseBody(route.lane, body_bytes);
       return Write(std::move(response));
     }
     server_.Pool(route.lane)
         .Post([self = Self(), route = std::move(route), request = std::move(request)]() mutable {
           HttpResponse response = Handle(route, request);
+          const size_t body_bytes = request.body.size();
           request.body = std::string();  // freed before its budget is
-          self->ReleaseBody();
+          self->ReleaseBody(route.lane, body_bytes);
           net::post(self->stream_.get_executor(), [self, response = std::move(response)]() mutable {
             self->Write(std::move(response));
           });
@@ -389,8 +402,9 @@ class Connection final : public SessionBase {
     return response;
   }
 
-  void ReleaseBody() {
-    server_.Release(reserved_);
+  // `lane` and `body_bytes`: see Impl::Release.
+  void ReleaseBody(std::optional<Lane> lane = std::nullopt, size_t body_bytes = 0) {
+    server_.Release(reserved_, lane, body_bytes);
     reserved_ = 0;
   }
 
@@ -645,6 +659,7 @@ HttpServerStats HttpServer::Stats() const {
   out.rejected_busy = s.busy;
   out.rejected_malformed = s.malformed;
   out.timed_out = s.timed_out;
+  out.memory_releases = s.memory_releases;
   return out;
 }
 

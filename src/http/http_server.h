@@ -99,7 +99,10 @@ struct HttpServerOptions {
   int admin_threads = 2;
   // Runs on the admin lane when the bodies in flight drop to none after at least
   // kReleaseMemoryAfterBytes of them were handled (the application returns freed heap memory to
-  // the system there); may be empty.
+  // the system there); may be empty. Not while bodies over kReleaseMemoryAfterBytes keep coming
+  // to a lane (full Node objects at thousands of nodes make every filter and prioritize that
+  // large; releasing after each would make the next fault its buffers in again): such a run ends
+  // at the lane's next smaller body.
   std::function<void()> release_memory;
 };
 
@@ -121,6 +124,7 @@ struct HttpServerStats {
   uint64_t rejected_busy = 0;       // 503: the in-flight body budget was spent
   uint64_t rejected_malformed = 0;  // 400 and 431
   uint64_t timed_out = 0;           // a deadline closed the connection mid-request
+  uint64_t memory_releases = 0;     // release_memory calls posted
 };
 
 class HttpServer {
