@@ -132,6 +132,18 @@ bool PodEvaluator::MemoPays() const {
 
 EvaluationRef PodEvaluator::TableAnswer(ShapeTable::Locked& table, ShapeTable::Locked* base,
                                         const ClusterSnapshot& snapshot, size_t position) {
+  PendingAnswer pending{};
+  if (auto found = FindTableAnswer(table, base, snapshot, position, pending, nullptr)) {
+    return *found;
+  }
+  return StoreTableAnswer(table, base, snapshot, pending);
+}
+
+std::optional<EvaluationRef> PodEvaluator::FindTableAnswer(ShapeTable::Locked& table,
+                                                           ShapeTable::Locked* base,
+                                                           const ClusterSnapshot& snapshot,
+                                                           size_t position, PendingAnswer& pending,
+                                                           std::vector<Search>* later) {
   const NodeSummary& summary = snapshot.summary(position);
   if (const EvaluationRef* found = table.Find(position, summary.version)) {
     ++table_hits_;
@@ -139,19 +151,26 @@ EvaluationRef PodEvaluator::TableAnswer(ShapeTable::Locked& table, ShapeTable::L
   }
   const bool may_hold_group =
       pod_.spread != SpreadMode::kNone && summary.groups.MayContain(group_hash_);
-  if (base != nullptr && !may_hold_group) {
-    std::shared_ptr<const NodeEvaluation> seeded = base->FindOwned(position, summary.version);
-    if (seeded == nullptr) {
-      seeded = EvaluateShared(*snapshot.nodes()[position], 0);
-      (void)base->Store(position, summary.version, seeded);
-    } else {
-      ++table_hits_;
-    }
-    return table.Store(position, summary.version, std::move(seeded));
-  }
   const NodeState& node = *snapshot.nodes()[position];
-  return table.Store(position, summary.version,
-                     EvaluateShared(node, may_hold_group ? GroupGpusOf(node) : 0));
+  if (base != nullptr && !may_hold_group) {
+    if (auto seeded = base->FindOwned(position, summary.version)) {
+      ++table_hits_;
+      return table.Store(position, summary.version, std::move(seeded));
+    }
+    pending = {position, Resolve(node, 0, later), true};
+    return std::nullopt;
+  }
+  pending = {position, Resolve(node, may_hold_group ? GroupGpusOf(node) : 0, later), false};
+  return std::nullopt;
+}
+
+EvaluationRef PodEvaluator::StoreTableAnswer(ShapeTable::Locked& table, ShapeTable::Locked* base,
+                                             const ClusterSnapshot& snapshot,
+                                             const PendingAnswer& pending) {
+  const uint64_t version = snapshot.summary(pending.position).version;
+  const std::shared_ptr<const NodeEvaluation>& evaluation = answers_[pending.answer];
+  if (pending.into_base) (void)base->Store(pending.position, version, evaluation);
+  return table.Store(pending.position, version, evaluation);
 }
 
 size_t PodEvaluator::RefreshTable(ShapeTable& table, const ClusterSnapshot& snapshot,
@@ -270,16 +289,10 @@ Evaluations PodEvaluator::EvaluateAt(const ClusterSnapshot& snapshot,
       return position < node_count && asked[position] != 0 &&
              locked.Find(position, snapshot.summary(position).version) == nullptr;
     };
-    // Three passes, as TableAnswer would answer each node: find each node's answer in the
-    // tables, or where it will come from (the node answers, the memo, or a search); run the
-    // searches, on helper threads too when there are many (RunSearches); store the new answers,
-    // in position order.
-    struct Pending {
-      size_t position;
-      uint32_t answer;  // in answers_
-      bool into_base;   // the base table's answer too (a node that cannot hold the group)
-    };
-    std::vector<Pending> pending;
+    // TableAnswer in three passes: find each node's answer in the tables, or where it will
+    // come from (the node answers, the memo, or a search); run the searches, on helper threads
+    // too when there are many (RunSearches); store the new answers, in position order.
+    std::vector<PendingAnswer> pending;
     std::vector<Search> searches;
     for (size_t position = 0; position < node_count; ++position) {
       if (fresh) {
@@ -287,34 +300,16 @@ Evaluations PodEvaluator::EvaluateAt(const ClusterSnapshot& snapshot,
         if (stale(position + kNear)) snapshot.nodes()[position + kNear]->PrefetchParts();
       }
       if (asked[position] == 0) continue;
-      const NodeSummary& summary = snapshot.summary(position);
-      EvaluationRef& entry = out.per_node[asked[position] - 1];
-      if (const EvaluationRef* found = locked.Find(position, summary.version)) {
-        ++table_hits_;
-        entry = *found;
-        continue;
+      PendingAnswer slot{};
+      if (auto found = FindTableAnswer(locked, base_view, snapshot, position, slot, &searches)) {
+        out.per_node[asked[position] - 1] = *found;
+      } else {
+        pending.push_back(slot);
       }
-      const bool may_hold_group =
-          pod_.spread != SpreadMode::kNone && summary.groups.MayContain(group_hash_);
-      const NodeState& node = *snapshot.nodes()[position];
-      if (base_view != nullptr && !may_hold_group) {
-        if (auto seeded = base_view->FindOwned(position, summary.version)) {
-          ++table_hits_;
-          entry = locked.Store(position, summary.version, std::move(seeded));
-        } else {
-          pending.push_back({position, Resolve(node, 0, &searches), true});
-        }
-        continue;
-      }
-      pending.push_back(
-          {position, Resolve(node, may_hold_group ? GroupGpusOf(node) : 0, &searches), false});
     }
     RunSearches(searches);
-    for (const Pending& p : pending) {
-      const uint64_t version = snapshot.summary(p.position).version;
-      const std::shared_ptr<const NodeEvaluation>& evaluation = answers_[p.answer];
-      if (p.into_base) (void)base_view->Store(p.position, version, evaluation);
-      out.per_node[asked[p.position] - 1] = locked.Store(p.position, version, evaluation);
+    for (const PendingAnswer& slot : pending) {
+      out.per_node[asked[slot.position] - 1] = StoreTableAnswer(locked, base_view, snapshot, slot);
     }
     for (const auto& [entry, earlier] : repeats) out.per_node[entry] = out.per_node[earlier];
   } else {

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -118,6 +119,25 @@ class PodEvaluator {
   // group on no node; may be null).
   policies::EvaluationRef TableAnswer(ShapeTable::Locked& table, ShapeTable::Locked* base,
                                       const policies::ClusterSnapshot& snapshot, size_t position);
+  // TableAnswer in two halves, so that a sweep can run its searches between them (RunSearches).
+  // A slot to fill: answers_[answer] goes into the table's slot at `position`, and into the
+  // base table's too when into_base.
+  struct PendingAnswer {
+    size_t position;
+    uint32_t answer;
+    bool into_base;
+  };
+  // The answer the tables already keep for the node at `position` (stored into `table` when it
+  // came from `base`); else nullopt, with `pending` set through Resolve(..., later).
+  std::optional<policies::EvaluationRef> FindTableAnswer(ShapeTable::Locked& table,
+                                                         ShapeTable::Locked* base,
+                                                         const policies::ClusterSnapshot& snapshot,
+                                                         size_t position, PendingAnswer& pending,
+                                                         std::vector<Search>* later);
+  // Stores a pending answer (its search made) and returns the table's.
+  policies::EvaluationRef StoreTableAnswer(ShapeTable::Locked& table, ShapeTable::Locked* base,
+                                           const policies::ClusterSnapshot& snapshot,
+                                           const PendingAnswer& pending);
 
   // Puts the answers evaluated since the last call into the cache's node answers, all at once.
   void InsertAnswers();
