@@ -413,6 +413,12 @@ int Main(int argc, char** argv) {
   csv << "nodes,mode,verb,e2e_p50_ms,e2e_p99_ms,server_p50_ms,server_p99_ms,body_bytes\n";
   std::ofstream rounds_csv(out + "/latency_rounds.csv");
   rounds_csv << "nodes,verb,round,server_p50_ms,server_p99_ms\n";
+  // Each cold filter in the order sent: which new pod shapes are slow (the process's first?).
+  std::ofstream cold_csv(out + "/latency_cold.csv");
+  cold_csv << "nodes,mode,sample,server_ms,e2e_ms\n";
+  // Each steady cycle's filter and prioritize, in order: where the slow cycles of a run are.
+  std::ofstream steady_csv(out + "/latency_steady.csv");
+  steady_csv << "nodes,mode,cycle,filter_server_ms,prioritize_server_ms\n";
   std::ostringstream md;
   md << "| nodes | mode | verb | end-to-end p50 | p99 | server p50 | p99 | request body |\n"
      << "|---|---|---|---|---|---|---|---|\n";
@@ -471,6 +477,10 @@ int Main(int argc, char** argv) {
           Measure(client, "/filter", static_cast<int>(cold.size()),
                   [&](int i) -> const std::string& { return cold[static_cast<size_t>(i)]; });
       row(mode, "filter, cold", cold_filter, cold[0].size());
+      for (size_t k = 0; k < cold_filter.server_ms.size(); ++k) {
+        cold_csv << nodes << "," << mode << "," << k + 1 << "," << cold_filter.server_ms[k] << ","
+                 << cold_filter.e2e_ms[k] << "\n";
+      }
       // Steady: what kube-scheduler does all day - filter, prioritize and bind one pending pod
       // after another (one node changes per cycle; replicas of one workload share a shape).
       // The first pod of each shape (GPU count here) is the cold case above, so one pod of each
@@ -534,6 +544,10 @@ int Main(int argc, char** argv) {
         cycle.server_ms.push_back(filter.server_ms[k] + prioritize.server_ms[k]);
       }
       row(mode, "filter+prioritize per cycle, steady", cycle, body_bytes);
+      for (size_t k = 0; k < filter.server_ms.size(); ++k) {
+        steady_csv << nodes << "," << mode << "," << k + 1 << "," << filter.server_ms[k] << ","
+                   << prioritize.server_ms[k] << "\n";
+      }
       for (int r = 0; rounds > 1 && r < rounds; ++r) {
         for (const auto& [verb, stats] :
              {std::pair{"filter", &filter}, std::pair{"prioritize", &prioritize}}) {
