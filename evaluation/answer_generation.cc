@@ -51,6 +51,11 @@ void AnswerGeneration::ReleaseSome(size_t count) {
   }
 }
 
+void AnswerGeneration::Reserve(size_t limit) {
+  limit_ = limit;
+  if (slots_.size() != ArraySize(limit)) slots_ = std::vector<Slot>(ArraySize(limit));
+}
+
 void AnswerGeneration::Restart(size_t limit) {
   ReleaseSome(size_);
   limit_ = limit;

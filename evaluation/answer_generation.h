@@ -64,6 +64,10 @@ class AnswerGeneration {
   // Frees up to `count` answers, for a generation that is being emptied a little at a time.
   // Once it has been called, Find and Put are not to be until Restart. Keeps the array.
   void ReleaseSome(size_t count);
+  // Allocates the array now (zeroed, so every page of it is touched), when the first Put has not
+  // yet, and makes the generation hold up to `limit` answers. Precondition: it holds none.
+  void Reserve(size_t limit);
+  bool allocated() const { return !slots_.empty(); }
   // Empties the generation (freeing the answers left, usually none) and makes it hold up to
   // `limit` answers. It keeps its array when that is the size `limit` needs: a new array of
   // 2.6 MB costs milliseconds of page faults to first touch on some machines.

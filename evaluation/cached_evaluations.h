@@ -47,6 +47,10 @@ class CachedEvaluations final : public EvaluationSource {
 
   static constexpr size_t kRecentCalls = 8;  // pods whose last answers are kept (schedulers)
 
+  // Allocates the node-answer cache's arrays now rather than on the request path
+  // (EvaluationCache::ReserveAnswerArrays): for a server, before it serves.
+  void ReserveAnswerArrays() { cache_.ReserveAnswerArrays(); }
+
   EvaluationCache& cache() { return cache_; }  // for tests and benchmarks that look inside
 
  private:

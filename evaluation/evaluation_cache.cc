@@ -111,6 +111,30 @@ void EvaluationCache::ReleaseRetired() {
   if (retired_.size() == 0) retired_ = std::move(retired);
 }
 
+void EvaluationCache::ReserveAnswerArrays() {
+  // One array per generation without one; each is allocated (the page faults) outside the lock.
+  for (bool missing = true; missing;) {
+    AnswerGeneration reserved;
+    reserved.Reserve(kNodeAnswers / 2);
+    MutexLock lock(answers_mutex_);
+    missing = false;
+    for (AnswerGeneration* generation : {&newer_, &older_, &retired_}) {
+      if (generation->allocated() || generation->size() > 0) continue;
+      if (reserved.allocated()) {
+        *generation = std::move(reserved);
+      } else {
+        missing = true;
+      }
+    }
+  }
+}
+
+size_t EvaluationCache::answer_arrays() const {
+  MutexLock lock(answers_mutex_);
+  return static_cast<size_t>(newer_.allocated()) + static_cast<size_t>(older_.allocated()) +
+         static_cast<size_t>(retired_.allocated());
+}
+
 size_t EvaluationCache::node_answers() const {
   MutexLock lock(answers_mutex_);
   return newer_.size() + older_.size();

@@ -149,7 +149,8 @@ class EvaluationCache {
     std::shared_ptr<const policies::NodeEvaluation> evaluation;
   };
   void InsertAll(uint64_t shape_id, std::vector<NodeAnswer> answers);
-  size_t node_answers() const;  // entries in both generations
+  size_t node_answers() const;   // entries in both generations
+  size_t answer_arrays() const;  // generations (newer, older, retired) with their array allocated
   // False when no node answer of `shape_id` is kept (a pod shape seen for the first time, or
   // not lately): its cycle need not look for any.
   bool MayHoldAnswers(uint64_t shape_id) const;
@@ -159,6 +160,12 @@ class EvaluationCache {
   // generation, and no cycle pays for them all. The background refresh frees what is left.
   void ReleaseRetired();
   static constexpr size_t kReleasedPerInsert = 2;
+  // Allocates now the arrays that the newer, older and retired generations take in turn (three
+  // of 2.6 MB once two generations have been dropped), each zeroed, so that no cycle pays for
+  // their first touch: the first Insert and the first two drops would otherwise allocate one
+  // each on the request path, milliseconds of page faults on some machines. For a server to
+  // call at startup (App::Create); without it they are allocated as needed. Keeps what is there.
+  void ReserveAnswerArrays();
 
   // The table of `shape_id` for pods of `pod`'s group (TableGroup), made (and the least
   // recently used one dropped) when there is none. `pod` and `preset` are what its evaluations

@@ -108,21 +108,50 @@ uint32_t PodEvaluator::Resolve(const NodeState& node, GpuMask group, std::vector
   return answer;
 }
 
-void PodEvaluator::RunSearches(const std::vector<Search>& searches) {
+uint32_t PodEvaluator::Defer(const NodeState& node, uint64_t version, bool find_group,
+                             std::vector<Search>& later) {
+  const auto next = static_cast<uint32_t>(answers_.size());
+  ++evaluated_;
+  answers_.emplace_back();
+  later.push_back({.node = &node,
+                   .group = 0,
+                   .answer = next,
+                   .plain = false,
+                   .deferred = true,
+                   .find_group = find_group,
+                   .version = version});
+  return next;
+}
+
+void PodEvaluator::RunSearches(std::vector<Search>& searches) {
   const EvaluationHelpers helpers =
       searches.size() >= kHelpedSearches ? helpers_ : EvaluationHelpers{};
   while (helper_symmetric_.size() < static_cast<size_t>(std::max(helpers.threads, 0))) {
     helper_symmetric_.push_back(std::make_unique<SymmetricStates>(pod_, preset_));
   }
+  // Each search is made by one thread, which alone writes its answer and its Search.
   ParallelFor(helpers, searches.size(), kSearchChunk, [&](int worker, size_t begin, size_t end) {
     SymmetricStates& symmetric =
         worker == 0 ? symmetric_ : *helper_symmetric_[static_cast<size_t>(worker - 1)];
     for (size_t i = begin; i < end; ++i) {
-      const Search& s = searches[i];
+      // The nodes are scattered in memory: fetch the next ones' state while searching this one.
+      if (i + 2 < end) searches[i + 2].node->PrefetchObject();
+      if (i + 1 < end) searches[i + 1].node->PrefetchParts();
+      Search& s = searches[i];
+      if (s.deferred) {
+        s.plain = !s.node->has_topology();
+        if (!s.plain && s.find_group) s.group = GroupGpusOf(*s.node);
+      }
       answers_[s.answer] = std::make_shared<const NodeEvaluation>(
           s.plain ? EvaluateNode(pod_, *s.node, preset_, 0) : symmetric.Evaluate(*s.node, s.group));
     }
   });
+  // As Resolve queues its searches' answers: a node without topology's never.
+  for (const Search& s : searches) {
+    if (s.deferred && !s.plain && cache_ != nullptr) {
+      to_insert_.push_back({s.version, s.group, s.answer});
+    }
+  }
 }
 
 bool PodEvaluator::MemoPays() const {
@@ -152,15 +181,20 @@ std::optional<EvaluationRef> PodEvaluator::FindTableAnswer(ShapeTable::Locked& t
   const bool may_hold_group =
       pod_.spread != SpreadMode::kNone && summary.groups.MayContain(group_hash_);
   const NodeState& node = *snapshot.nodes()[position];
+  const bool defer = later != nullptr && NothingToLookUp();
   if (base != nullptr && !may_hold_group) {
     if (auto seeded = base->FindOwned(position, summary.version)) {
       ++table_hits_;
       return table.Store(position, summary.version, std::move(seeded));
     }
-    pending = {position, Resolve(node, 0, later), true};
+    pending = {position,
+               defer ? Defer(node, summary.version, false, *later) : Resolve(node, 0, later), true};
     return std::nullopt;
   }
-  pending = {position, Resolve(node, may_hold_group ? GroupGpusOf(node) : 0, later), false};
+  pending = {position,
+             defer ? Defer(node, summary.version, may_hold_group, *later)
+                   : Resolve(node, may_hold_group ? GroupGpusOf(node) : 0, later),
+             false};
   return std::nullopt;
 }
 
@@ -294,8 +328,14 @@ Evaluations PodEvaluator::EvaluateAt(const ClusterSnapshot& snapshot,
     // too when there are many (RunSearches); store the new answers, in position order.
     std::vector<PendingAnswer> pending;
     std::vector<Search> searches;
+    if (fresh) {
+      searches.reserve(positions.size());
+      pending.reserve(positions.size());
+      answers_.reserve(answers_.size() + positions.size());
+    }
     for (size_t position = 0; position < node_count; ++position) {
-      if (fresh) {
+      // (Deferred searches read their node themselves, on whichever thread makes them.)
+      if (fresh && !NothingToLookUp()) {
         if (stale(position + kFar)) snapshot.nodes()[position + kFar]->PrefetchObject();
         if (stale(position + kNear)) snapshot.nodes()[position + kNear]->PrefetchParts();
       }

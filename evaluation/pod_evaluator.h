@@ -98,11 +98,18 @@ class PodEvaluator {
                                                                  policies::GpuMask group);
   // A search to make: answers_[answer] = the evaluation of `node` with `group` (plain: a node
   // without topology, evaluated as such and never memoised).
+  //
+  // A deferred search (Defer) was queued without reading the node: the search finds whether the
+  // node has a topology (plain) and, when find_group, its GPUs holding the pod's group (into
+  // `group`), and RunSearches then queues its answer for the cache, for NodeState `version`.
   struct Search {
     const policies::NodeState* node;
     policies::GpuMask group;
     uint32_t answer;
     bool plain;
+    bool deferred = false;
+    bool find_group = false;
+    uint64_t version = 0;
   };
   // Where the answer for (node, group) is in answers_: a node answer of the cache, an equal
   // node's (the memo), or a new search, made at once when `later` is null and else appended to
@@ -110,9 +117,18 @@ class PodEvaluator {
   // keep in to_insert_.
   uint32_t Resolve(const policies::NodeState& node, policies::GpuMask group,
                    std::vector<Search>* later);
+  // True when Resolve would look nothing up: no node answer of this pod shape is kept in the
+  // cache, and the memo has stopped paying (a new pod shape's first cycle, after kMemoTrial
+  // nodes of diverse states). Resolve would then read the node only for what its search reads
+  // anyway, so the sweep defers even that to the search (Defer), which helpers share.
+  bool NothingToLookUp() const { return !cache_may_answer_ && !MemoPays(); }
+  // Resolve when NothingToLookUp(), for a sweep: appends a deferred search of the node at NodeState
+  // `version` (with its group GPUs when find_group, else none) and returns its index in answers_.
+  uint32_t Defer(const policies::NodeState& node, uint64_t version, bool find_group,
+                 std::vector<Search>& later);
   // Makes `searches`, on helper threads too when there are enough of them; each answer equals
-  // what Resolve would have made at once.
-  void RunSearches(const std::vector<Search>& searches);
+  // what Resolve would have made at once. Completes the deferred ones (see Search).
+  void RunSearches(std::vector<Search>& searches);
   // The answer `table` (of this pod's shape and group) keeps for the node at `position`,
   // evaluated and stored when the slot is not for the node's current version. A node that
   // cannot hold the pod's group takes `base`'s answer when it has one (the shape's table for a

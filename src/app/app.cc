@@ -170,6 +170,8 @@ Result<std::unique_ptr<App>> App::Create(const AppOptions& options, const Clock&
   if (app->presets_.Find(options.default_preset) == nullptr) {
     return NotFound("default preset '" + options.default_preset + "' is not defined");
   }
+  // About 8 MB that the first cycles of new pod shapes would otherwise fault in as they go.
+  app->evaluations_.ReserveAnswerArrays();
   app->table_refresher_ =
       std::make_unique<service::TableRefresher>(app->evaluations_, app->background_);
   app->state_ = std::make_unique<cluster::ClusterState>(

@@ -124,5 +124,25 @@ TEST(AnswerGenerationTest, RestartFreesWhatIsLeftAndTakesTheNewLimit) {
   EXPECT_EQ(generation.Find({3, 3, 3}), nullptr);
 }
 
+TEST(AnswerGenerationTest, ReserveAllocatesTheArrayThatPutsThenUse) {
+  AnswerGeneration generation;  // limit 0: holds nothing
+  EXPECT_FALSE(generation.allocated());
+  generation.Reserve(2);
+  EXPECT_TRUE(generation.allocated());
+  EXPECT_EQ(generation.size(), 0u);
+  EXPECT_EQ(generation.Find({1, 1, 1}), nullptr);
+  const auto a = Answer(1);
+  generation.Put({1, 1, 1}, a);
+  generation.Put({2, 2, 2}, Answer(2));
+  EXPECT_TRUE(generation.full());  // the reserved limit, 2
+  generation.Put({3, 3, 3}, Answer(3));
+  EXPECT_EQ(generation.Find({3, 3, 3}), nullptr);
+  EXPECT_EQ(generation.Find({1, 1, 1}), a);
+  // Restarting with the same limit keeps the array.
+  generation.Restart(2);
+  EXPECT_TRUE(generation.allocated());
+  EXPECT_EQ(generation.Find({1, 1, 1}), nullptr);
+}
+
 }  // namespace
 }  // namespace gputopo::evaluation

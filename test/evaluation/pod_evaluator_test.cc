@@ -22,9 +22,11 @@ using policies::EvaluateNode;
 using policies::EvaluationRef;
 using policies::GpuMask;
 using policies::NodeEvaluation;
+using policies::NodeState;
 using policies::PodRequirements;
 using policies::RequirementsOf;
 using policies::Verdict;
+using testing::DeploymentReplica;
 using testing::ExpectSameAsEvaluateNode;
 using testing::MakeNode;
 using testing::MakePod;
@@ -196,6 +198,41 @@ TEST(EvaluationCacheTest, NodeAnswersAreKeyedByNodeVersionShapeAndGroupGpusAndBo
   EXPECT_TRUE(cache.MayHoldAnswers(EvaluationCache::kNodeAnswers - 1));
 }
 
+// A server reserves the three arrays the generations take in turn before it serves; the first
+// Insert and the generation drops then allocate none, and the answers are those of a cache that
+// allocates as it goes.
+TEST(EvaluationCacheTest, ReservedAnswerArraysAreTheOnlyOnesAndAnswerAlike) {
+  TestCluster cluster;
+  cluster.Add(MakeNode().Name("n").Profile("dgx1").Replicas(2).Allocatable(16).Obj());
+  auto node = cluster.Node("n");
+  auto e = std::make_shared<const NodeEvaluation>();
+  EvaluationCache lazy;
+  EvaluationCache reserved;
+  EXPECT_EQ(lazy.answer_arrays(), 0u);
+  reserved.ReserveAnswerArrays();
+  EXPECT_EQ(reserved.answer_arrays(), 3u);
+  reserved.ReserveAnswerArrays();  // keeps what is there
+  EXPECT_EQ(reserved.answer_arrays(), 3u);
+  lazy.Insert(*node, 0, 0, e);
+  EXPECT_EQ(lazy.answer_arrays(), 1u);  // the first Insert allocated one
+  reserved.Insert(*node, 0, 0, e);
+  // Three generations' worth: two drops, each of which allocates in the lazy cache.
+  const uint64_t answers = 3 * EvaluationCache::kNodeAnswers / 2;
+  for (uint64_t s = 1; s < answers; ++s) {
+    lazy.Insert(*node, 0, s, e);
+    reserved.Insert(*node, 0, s, e);
+  }
+  EXPECT_EQ(lazy.answer_arrays(), 3u);
+  EXPECT_EQ(reserved.answer_arrays(), 3u);
+  EXPECT_EQ(reserved.node_answers(), lazy.node_answers());
+  for (uint64_t s : {uint64_t{0}, EvaluationCache::kNodeAnswers / 2, EvaluationCache::kNodeAnswers,
+                     answers - 1}) {
+    EXPECT_EQ(reserved.Find(*node, 0, s), lazy.Find(*node, 0, s)) << "shape " << s;
+    EXPECT_EQ(reserved.MayHoldAnswers(s), lazy.MayHoldAnswers(s)) << "shape " << s;
+  }
+  EXPECT_EQ(reserved.Find(*node, 0, answers - 1), e);
+}
+
 // The memo of equal node states stays while it finds equal nodes, and is dropped for the rest of
 // the evaluator's life once kMemoTrial lookups found fewer than one in kMemoMinShare: every
 // node is then evaluated on its own, with the same answers.
@@ -233,6 +270,65 @@ TEST(PodEvaluatorTest, TheMemoStopsWhenNodeStatesAreDiverse) {
     EXPECT_EQ(evaluator.evaluation(results[i]).gpus,
               EvaluateNode(req, *snapshot->nodes()[i], diverse.preset()).gpus);
   }
+}
+
+// Once the memo has stopped paying, a new pod shape's sweep leaves reading each node to the
+// node's search (PodEvaluator::Defer): the answers are still EvaluateNode's (with the GPUs of the
+// pod's group on the nodes holding it, and as a node without topology on such nodes), and each
+// answer of a node with topology reaches the cache, as a search Resolve queues does.
+TEST(PodEvaluatorTest, DeferredSearchesAnswerAsEvaluateNodeAndReachTheCache) {
+  const size_t count = PodEvaluator::kMemoTrial + 200;
+  TestCluster cluster;
+  size_t without_topology = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const std::string name = "n" + std::to_string(i);
+    const bool unknown = i % 97 == 5;
+    without_topology += unknown ? 1 : 0;
+    // Distinct free CPU: every state distinct, so the memo stops after its trial.
+    cluster.Add(MakeNode()
+                    .Name(name)
+                    .Profile(unknown ? "no-such-machine" : "dgx1")
+                    .Replicas(2)
+                    .Allocatable(16)
+                    .Host(16000 + static_cast<int64_t>(i), int64_t{64} << 30)
+                    .Obj());
+    if (i % 3 != 0 || unknown) continue;
+    cluster.Add(MakePod()
+                    .Namespace("ml")
+                    .Name("web-" + std::to_string(i))
+                    .Gpus(1)
+                    .OwnedByDeployment("web")
+                    .OnNode(name)
+                    .Assigned(std::to_string(i % 8))
+                    .Obj());
+  }
+  const PodRequirements pod = *RequirementsOf(DeploymentReplica("web", 999));
+  auto snapshot = cluster.state().Snapshot();
+  std::vector<size_t> positions(count);
+  for (size_t i = 0; i < count; ++i) positions[i] = i;
+  EvaluationCache cache;
+  PodEvaluator evaluator(pod, cluster.shared_preset(), cache);
+  const Evaluations got = evaluator.EvaluateAt(*snapshot, positions);
+  EXPECT_EQ(evaluator.memo_hits(), 0u);
+  EXPECT_EQ(evaluator.evaluated(), count);
+  EXPECT_EQ(cache.node_answers(), count - without_topology);
+  size_t group_changed_answer = 0;
+  size_t unschedulable = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const NodeState& node = *snapshot->nodes()[i];
+    const NodeEvaluation want = EvaluateNode(pod, node, cluster.preset());
+    const NodeEvaluation& have = *got.per_node[i].evaluation;
+    ASSERT_EQ(have.verdict, want.verdict) << node.name();
+    ASSERT_EQ(have.gpus, want.gpus) << node.name();
+    ASSERT_EQ(have.weighted_score, want.weighted_score) << node.name();
+    ASSERT_EQ(have.reason, want.reason) << node.name();
+    unschedulable += have.fits() ? 0 : 1;
+    const NodeEvaluation blind = EvaluateNode(pod, node, cluster.preset(), 0);
+    group_changed_answer += blind.gpus != want.gpus || blind.weighted_score != want.weighted_score;
+  }
+  // The case can tell: the group's GPUs change answers, and the unknown machines do not fit.
+  EXPECT_GT(group_changed_answer, 0u);
+  EXPECT_EQ(unschedulable, without_topology);
 }
 
 // A dropped generation is freed by the inserts that follow, a few per insert, without waiting
