@@ -214,9 +214,8 @@ class PreparedPreset {
     }
     return sum / total_weight_;
   }
-  std::vector<double> ComponentScores(GpuMask gpus) const {
-    std::vector<double> scores;
-    scores.reserve(parts_.size());
+  policies::ComponentScores ComponentScores(GpuMask gpus) const {
+    policies::ComponentScores scores;
     for (size_t i = 0; i < parts_.size(); ++i) scores.push_back(Score(i, gpus));
     return scores;
   }
@@ -244,7 +243,9 @@ class CandidateSearch {
         scorers_(ctx, preset, scratch) {}
 
   double WeightedScore(GpuMask gpus) const { return scorers_.WeightedScore(gpus); }
-  std::vector<double> ComponentScores(GpuMask gpus) const { return scorers_.ComponentScores(gpus); }
+  policies::ComponentScores ComponentScores(GpuMask gpus) const {
+    return scorers_.ComponentScores(gpus);
+  }
 
   void Consider(GpuMask gpus) {
     ++candidates_;

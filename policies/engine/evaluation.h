@@ -13,7 +13,11 @@
 #ifndef GPUTOPO_POLICIES_ENGINE_EVALUATION_H_
 #define GPUTOPO_POLICIES_ENGINE_EVALUATION_H_
 
+#include <algorithm>
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +49,37 @@ struct ComponentResult {
   std::string detail;
 };
 
+// Each preset component's score for one evaluation's GPUs, parallel to preset.components(),
+// kept inline: a preset has at most Preset::kMaxComponents, and an evaluation then needs no
+// memory of its own for them (5000 evaluations per new pod shape's cycle at 5000 nodes).
+class ComponentScores {
+ public:
+  using value_type = double;
+  using const_iterator = const double*;
+  using iterator = const_iterator;
+
+  ComponentScores() = default;
+  ComponentScores(std::initializer_list<double> scores) {
+    for (double score : scores) push_back(score);
+  }
+  // Precondition: size() < Preset::kMaxComponents (a further score is not kept).
+  void push_back(double score) {
+    if (size_ < scores_.size()) scores_[size_++] = score;
+  }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  double operator[](size_t i) const { return scores_[i]; }
+  const_iterator begin() const { return scores_.data(); }
+  const_iterator end() const { return scores_.data() + size_; }
+  friend bool operator==(const ComponentScores& a, const ComponentScores& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+
+ private:
+  std::array<double, Preset::kMaxComponents> scores_{};
+  size_t size_ = 0;
+};
+
 struct NodeEvaluation {
   Verdict verdict = Verdict::kUnschedulable;
   std::string reason;           // short and stable across nodes (kube-scheduler aggregates by text)
@@ -54,7 +89,7 @@ struct NodeEvaluation {
   // Each preset component's score for the chosen GPUs, parallel to preset.components(). The
   // words that explain them are made on demand (ExplainEvaluation): most evaluations are never
   // read by a person.
-  std::vector<double> component_scores;
+  ComponentScores component_scores;
   uint64_t candidates = 0;  // candidate sets scored
   bool heuristic = false;   // the search did not try every candidate set
   // The pod prefers a locality (nvlink or numa, N > 1), the node's links are known, and no

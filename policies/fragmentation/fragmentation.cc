@@ -142,8 +142,8 @@ class PreparedFragmentation final : public PreparedScore {
     const int gpus = gpu_count_;
     for (int g = 0; g < gpus; ++g) total_before_ += ctx.free_milli[Index(g)];
     // The GPUs after taking the pod, each on its own.
-    std::array<int, 64> slots_after{};
-    std::array<int, 64> milli_after{};
+    std::array<int, 64> slots_after;  // [0, gpus) written below, and only those read
+    std::array<int, 64> milli_after;
     for (int g = 0; g < gpus; ++g) {
       const size_t i = Index(g);
       if (ctx.pod.exclusive) {
@@ -157,23 +157,40 @@ class PreparedFragmentation final : public PreparedScore {
     }
     double weights = 0.0;
     classes_.reserve(workload_.size());
-    unusable_change_.assign(workload_.size() * static_cast<size_t>(gpus), 0);
+    // Classes needing the same milli of a GPU see the same GPUs usable, before and after: each
+    // distinct need is worked out once, into its own row of unusable_change_. (Looked for among
+    // the rows so far only in a small mix, such as the built-in one: a learned mix of many
+    // classes has mostly distinct needs, and looking would cost more than it saves.)
+    const bool share_rows = workload_.size() <= kSharedNeedsUpTo;
+    std::pmr::vector<int> needs(&memory);  // the milli of each row
+    std::pmr::vector<ClassState> need_states(&memory);
+    unusable_change_.resize(workload_.size() * static_cast<size_t>(gpus));
     for (size_t c = 0; c < workload_.size(); ++c) {
       const WorkloadClass& cls = workload_[c];
-      ClassState state;
-      for (int g = 0; g < gpus; ++g) {
-        const size_t i = Index(g);
-        const bool usable_before = Usable(ctx.free_slots[i], ctx.free_milli[i], cls);
-        const bool usable_after = Usable(slots_after[i], milli_after[i], cls);
-        if (usable_before) {
-          state.usable |= topology::Bit(g);
-        } else {
-          state.unusable += ctx.free_milli[i];
+      const int need = ClassMilli(cls, default_share_);
+      const auto found = share_rows ? std::find(needs.begin(), needs.end(), need) : needs.end();
+      const auto row = static_cast<size_t>(found - needs.begin());
+      if (found == needs.end()) {
+        ClassState state;
+        state.row = static_cast<uint32_t>(row);
+        int* change = &unusable_change_[row * static_cast<size_t>(gpus)];
+        for (int g = 0; g < gpus; ++g) {
+          const size_t i = Index(g);
+          const bool usable_before = ctx.free_slots[i] >= 1 && ctx.free_milli[i] >= need;
+          const bool usable_after = slots_after[i] >= 1 && milli_after[i] >= need;
+          if (usable_before) {
+            state.usable |= topology::Bit(g);
+          } else {
+            state.unusable += ctx.free_milli[i];
+          }
+          if (usable_after) state.usable_after |= topology::Bit(g);
+          change[i] =
+              (usable_before ? 0 : -ctx.free_milli[i]) + (usable_after ? 0 : milli_after[i]);
         }
-        if (usable_after) state.usable_after |= topology::Bit(g);
-        unusable_change_[c * static_cast<size_t>(gpus) + i] =
-            (usable_before ? 0 : -ctx.free_milli[i]) + (usable_after ? 0 : milli_after[i]);
+        needs.push_back(need);
+        need_states.push_back(state);
       }
+      ClassState state = need_states[row];
       state.host_fits_after = HostFits(Less(cpu_free_, ctx.pod.cpu_milli),
                                        Less(memory_free_, ctx.pod.memory_bytes), cls);
       classes_.push_back(state);
@@ -208,7 +225,7 @@ class PreparedFragmentation final : public PreparedScore {
         expected_after += cls.weight * total_after;
         continue;
       }
-      const int* change = &unusable_change_[c * stride];
+      const int* change = &unusable_change_[state.row * stride];
       int64_t unusable_change = 0;
       for (GpuMask rest = gpus; rest != 0; rest &= rest - 1) {
         unusable_change += change[std::countr_zero(rest)];
@@ -235,11 +252,10 @@ class PreparedFragmentation final : public PreparedScore {
     GpuMask usable_after = 0;     // GPUs it could still use after the pod took them
     double unusable = 0.0;        // free milli on the others
     bool host_fits_after = true;  // the node keeps the class's CPU and memory free after the pod
+    uint32_t row = 0;             // of unusable_change_: the class's need (milli of a GPU)
   };
+  static constexpr size_t kSharedNeedsUpTo = 8;  // classes
   static size_t Index(int g) { return static_cast<size_t>(g); }
-  bool Usable(int free_slots, int free_milli, const WorkloadClass& cls) const {
-    return free_slots >= 1 && free_milli >= ClassMilli(cls, default_share_);
-  }
   bool Fits(GpuMask usable, int node_free_slots, const WorkloadClass& cls) const {
     if (node_free_slots < cls.gpus) return false;
     if (cls.gpus <= 1) return usable != 0;
@@ -259,7 +275,8 @@ class PreparedFragmentation final : public PreparedScore {
   double total_before_ = 0.0;
   std::array<int, 64> taken_{};  // milli the pod takes of each GPU
   std::pmr::vector<ClassState> classes_;
-  // [class * gpu_count + gpu]: how the class's unusable milli changes when the pod takes the GPU.
+  // [row * gpu_count + gpu]: how the unusable milli of the classes of one need (ClassState::row)
+  // changes when the pod takes the GPU.
   std::pmr::vector<int> unusable_change_;
   double expected_before_ = 0.0;
   double weight_sum_ = 0.0;

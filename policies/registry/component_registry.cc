@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <set>
+#include <string>
 
 #include "policies/fragmentation/fragmentation.h"
 #include "policies/locality/locality.h"
@@ -132,6 +133,11 @@ ComponentRegistry BuiltinComponents() {
 Result<std::shared_ptr<const Preset>> BuildPreset(const PresetSpec& spec,
                                                   const ComponentRegistry& registry) {
   if (spec.name.empty()) return InvalidArgument("preset has no name");
+  if (spec.components.size() > Preset::kMaxComponents) {
+    return InvalidArgument("preset " + spec.name + " has " +
+                           std::to_string(spec.components.size()) + " components, more than " +
+                           std::to_string(Preset::kMaxComponents));
+  }
   std::vector<WeightedComponent> components;
   std::set<std::string> seen;
   double total = 0.0;

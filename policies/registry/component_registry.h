@@ -48,6 +48,9 @@ struct WeightedComponent {
 // A named weighting of components: how one kind of cluster wants nodes ranked.
 class Preset {
  public:
+  // A preset has at most this many components (BuildPreset checks it): an evaluation keeps
+  // their scores inline (ComponentScores, evaluation.h).
+  static constexpr size_t kMaxComponents = 8;
   Preset(std::string name, std::string description, std::vector<WeightedComponent> components,
          ScoreNormalization normalization = ScoreNormalization::kMinMax)
       : name_(std::move(name)),
@@ -68,7 +71,8 @@ class Preset {
 };
 
 // Error when a component is unknown, its arguments are bad, a weight is negative or not finite,
-// a component appears twice, all weights are zero, or the normalization is unknown.
+// a component appears twice, there are more than Preset::kMaxComponents, all weights are zero,
+// or the normalization is unknown.
 Result<std::shared_ptr<const Preset>> BuildPreset(const PresetSpec& spec,
                                                   const ComponentRegistry& registry);
 

@@ -380,32 +380,38 @@ TEST(FragmentationComponentTest, IncrementalScoreMatchesForExclusivePodsAndCpuCl
   WorkloadClass giant{1, 250, 1};  // more CPU than the node has: strands everything already
   giant.cpu_milli = 12000;         // 10000 free
   workload.push_back(giant);
-  const Fragmentation frag(workload);
-  for (bool exclusive : {false, true}) {
-    for (int64_t cpu : {0, 5000}) {
-      for (int gpus : {1, 2, 3}) {
-        const PodRequirements req =
-            *RequirementsOf(MakePod()
-                                .Name("p")
-                                .Gpus(gpus)
-                                .Annotation("gputopo.io/gpu-milli", "500")
-                                .Annotation("gputopo.io/exclusive", exclusive ? "true" : "false")
-                                .Requests(cpu, 0)
-                                .Obj());
-        const PlacementContext ctx = MakePlacementContext(req, *cluster.Node("n"));
-        const auto prepared = frag.Prepare(ctx);
-        const FreeView before = Fragmentation::Before(ctx);
-        int checked = 0;
-        topology::ForEachCombination(ctx.all, gpus, [&](GpuMask set) {
-          const double full =
-              ExpectedFragmentMilli(Fragmentation::After(ctx, before, set), workload) -
-              ExpectedFragmentMilli(before, workload);
-          EXPECT_NEAR(prepared->Score(set), FragmentationScore(full), 1e-9)
-              << "exclusive " << exclusive << " cpu " << cpu << " set " << set;
-          ++checked;
-          return true;
-        });
-        EXPECT_GT(checked, 0);
+  // Nine classes, and the first eight: a small mix's classes of one need (milli of a GPU) share
+  // what the scorer precomputes for it, a larger mix's do not; both agree with recomputing.
+  for (const size_t classes : {workload.size(), size_t{8}}) {
+    const std::vector<WorkloadClass> mix(workload.begin(),
+                                         workload.begin() + static_cast<long>(classes));
+    const Fragmentation frag(mix);
+    for (bool exclusive : {false, true}) {
+      for (int64_t cpu : {0, 5000}) {
+        for (int gpus : {1, 2, 3}) {
+          const PodRequirements req =
+              *RequirementsOf(MakePod()
+                                  .Name("p")
+                                  .Gpus(gpus)
+                                  .Annotation("gputopo.io/gpu-milli", "500")
+                                  .Annotation("gputopo.io/exclusive", exclusive ? "true" : "false")
+                                  .Requests(cpu, 0)
+                                  .Obj());
+          const PlacementContext ctx = MakePlacementContext(req, *cluster.Node("n"));
+          const auto prepared = frag.Prepare(ctx);
+          const FreeView before = Fragmentation::Before(ctx);
+          int checked = 0;
+          topology::ForEachCombination(ctx.all, gpus, [&](GpuMask set) {
+            const double full = ExpectedFragmentMilli(Fragmentation::After(ctx, before, set), mix) -
+                                ExpectedFragmentMilli(before, mix);
+            EXPECT_NEAR(prepared->Score(set), FragmentationScore(full), 1e-9)
+                << "classes " << classes << " exclusive " << exclusive << " cpu " << cpu << " set "
+                << set;
+            ++checked;
+            return true;
+          });
+          EXPECT_GT(checked, 0);
+        }
       }
     }
   }

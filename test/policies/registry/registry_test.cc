@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "policies/engine/evaluation.h"
 #include "policies/engine/placement_context.h"
 #include "policies/registry/component_registry.h"
 #include "policies/requirements/pod_requirements.h"
@@ -257,6 +258,42 @@ TEST(RegistryTest, RegisteredFactoryIsCalledWithTheArguments) {
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.status().message(), HasSubstr("fixed"));
   EXPECT_THAT(bad.status().message(), HasSubstr("needs score"));
+}
+
+// A preset holds at most Preset::kMaxComponents components, whose scores an evaluation keeps
+// inline: with that many, every score is kept, in order; with one more, the preset is an error.
+TEST(PresetTest, AtMostMaxComponentsAndEvaluationsKeepEveryScore) {
+  ComponentRegistry registry;
+  PresetSpec spec;
+  spec.name = "many";
+  for (size_t i = 0; i <= Preset::kMaxComponents; ++i) {
+    const std::string name = "fixed" + std::to_string(i);
+    const double score = static_cast<double>(i);
+    ASSERT_TRUE(
+        registry
+            .Register(
+                name,
+                [score](const ComponentArgs&) -> Result<std::shared_ptr<const ScoreComponent>> {
+                  return std::shared_ptr<const ScoreComponent>(
+                      std::make_shared<FixedComponent>(score));
+                })
+            .ok());
+    spec.components.push_back({name, 1.0, {}});
+  }
+  auto too_many = BuildPreset(spec, registry);
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_EQ(too_many.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(too_many.status().message(), HasSubstr("more than 8"));
+
+  spec.components.pop_back();
+  auto preset = BuildPreset(spec, registry);
+  ASSERT_TRUE(preset.ok()) << preset.status().ToString();
+  TestCluster cluster;
+  cluster.Add(MakeNode().Name("n").Profile("pcie8").Allocatable(8).Obj());
+  const NodeEvaluation e = EvaluateNode(*RequirementsOf(MakePod().Name("p").Gpus(1).Obj()),
+                                        *cluster.Node("n"), **preset);
+  ASSERT_TRUE(e.fits());
+  EXPECT_THAT(e.component_scores, ElementsAre(0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0));
 }
 
 // ---------------------------------------------------------------------------------------------
