@@ -119,7 +119,7 @@ void EvaluationCache::ReserveAnswerArrays() {
     MutexLock lock(answers_mutex_);
     missing = false;
     for (AnswerGeneration* generation : {&newer_, &older_, &retired_}) {
-      if (generation->allocated() || generation->size() > 0) continue;
+      if (generation->allocated()) continue;  // (a generation holding answers is)
       if (reserved.allocated()) {
         *generation = std::move(reserved);
       } else {

@@ -17,7 +17,6 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,10 +57,6 @@ class ComponentScores {
   using const_iterator = const double*;
   using iterator = const_iterator;
 
-  ComponentScores() = default;
-  ComponentScores(std::initializer_list<double> scores) {
-    for (double score : scores) push_back(score);
-  }
   // Precondition: size() < Preset::kMaxComponents (a further score is not kept).
   void push_back(double score) {
     if (size_ < scores_.size()) scores_[size_++] = score;

@@ -209,7 +209,8 @@ struct HttpServer::Impl {
   std::atomic<size_t> inflight{0};
   std::atomic<size_t> released_since_trim{0};
   std::atomic<bool> trim_pending{false};
-  std::array<std::atomic<bool>, 4> large_run{};  // by Lane; see Release
+  // By Lane (kAdmin is the last); see Release.
+  std::array<std::atomic<bool>, static_cast<size_t>(Lane::kAdmin) + 1> large_run{};
   std::atomic<uint64_t> memory_releases{0};
   std::atomic<uint64_t> accepted{0}, refused{0}, too_large{0}, busy{0}, malformed{0}, timed_out{0};
 

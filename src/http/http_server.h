@@ -47,6 +47,7 @@
 
 namespace gputopo::http {
 
+// kAdmin stays last: per-lane state is sized by it.
 enum class Lane : uint8_t { kInline, kVerbs, kBind, kAdmin };
 
 struct HttpRequest {
