@@ -7,6 +7,7 @@
 
 #include "evaluation/pod_evaluator.h"
 #include "gputopo/well_known.h"
+#include "policies/engine/candidate_order.h"
 #include "policies/engine/evaluation.h"
 #include "policies/engine/normalize.h"
 #include "src/app/app.h"
@@ -377,6 +378,7 @@ class GputopoPlacer final : public Placer {
     evaluation::PodEvaluator evaluator(*req, *preset_);
     // Filter, then prioritize: the weighted scores of the nodes that fit, normalized across
     // them as the preset says, added to kube-scheduler's own scores with weight 5.
+    const policies::CandidateOrder order(*preset_, *req);
     std::vector<int> candidates;
     std::vector<uint32_t> evaluations;
     std::vector<std::optional<double>> weighted;
@@ -386,9 +388,8 @@ class GputopoPlacer final : public Placer {
       if (!evaluator.evaluation(e).fits()) continue;
       candidates.push_back(n);
       evaluations.push_back(e);
-      weighted.push_back(policies::NormalizationInput(evaluator.evaluation(e).weighted_score,
-                                                      evaluator.evaluation(e).locality_missed,
-                                                      preset_->normalization()));
+      weighted.push_back(
+          order.Input(policies::EvaluationRef::To(evaluator.evaluation(e)), cluster.node(n).name));
     }
     if (candidates.empty()) return {};
     size_t chosen = 0;

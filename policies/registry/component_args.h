@@ -47,6 +47,9 @@ struct PresetSpec {
   std::string description;
   std::vector<ComponentSpec> components;
   std::string normalization = "minmax";  // how node scores become priorities: minmax | rank | none
+  // "sharingPodSteps": order pods that take a share of one GPU by FGD's rule, the fragmentation
+  // change in this many steps and then a fixed node order (candidate_order.h); 0: off.
+  int sharing_pod_steps = 0;
 };
 
 }  // namespace gputopo::policies

@@ -158,10 +158,32 @@ Result<std::shared_ptr<const Preset>> BuildPreset(const PresetSpec& spec,
   std::optional<ScoreNormalization> normalization = ParseScoreNormalization(spec.normalization);
   if (!normalization) {
     return InvalidArgument("preset " + spec.name + ": normalization '" + spec.normalization +
-                           "' is not minmax or none");
+                           "' is not minmax, rank or none");
+  }
+  SharingPodOrder sharing;
+  if (spec.sharing_pod_steps != 0) {
+    const std::string context = "preset " + spec.name + ": sharingPodSteps";
+    if (spec.sharing_pod_steps < 0 || spec.sharing_pod_steps > kMaxSharingPodSteps) {
+      return InvalidArgument(context + " must be in 0.." + std::to_string(kMaxSharingPodSteps));
+    }
+    if (*normalization != ScoreNormalization::kRank) {
+      return InvalidArgument(context + " needs rank normalization");
+    }
+    sharing.steps = spec.sharing_pod_steps;
+    bool fragmentation = false;
+    for (size_t i = 0; i < components.size(); ++i) {
+      const std::string_view name = components[i].component->Name();
+      if (name == Fragmentation::kName) {
+        sharing.fragmentation = i;
+        fragmentation = true;
+      } else if (name == ReplicaSpread::kName) {
+        sharing.replica_spread = i;
+      }
+    }
+    if (!fragmentation) return InvalidArgument(context + " needs the fragmentation component");
   }
   return std::make_shared<const Preset>(spec.name, spec.description, std::move(components),
-                                        *normalization);
+                                        *normalization, sharing);
 }
 
 void PresetCatalog::Add(std::shared_ptr<const Preset> preset) {

@@ -27,6 +27,15 @@ Result<policies::PresetSpec> ParsePresetDocument(std::string_view text) {
     if (!n->is_string()) return Bad("normalization must be a string");
     spec.normalization = n->get<std::string>();
   }
+  if (auto steps = doc.find("sharingPodSteps"); steps != doc.end() && !steps->is_null()) {
+    if (!steps->is_number_integer() ||
+        (steps->is_number_unsigned() && steps->get<uint64_t>() > 1000000) ||
+        (!steps->is_number_unsigned() && steps->get<int64_t>() < -1000000)) {
+      return Bad("sharingPodSteps must be an integer in 0..10000");
+    }
+    // Range-checked by BuildPreset; read wide so that no value wraps into range.
+    spec.sharing_pod_steps = static_cast<int>(steps->get<int64_t>());
+  }
   auto components = doc.find("components");
   if (components == doc.end() || !components->is_array()) return Bad("components must be an array");
   for (size_t i = 0; i < components->size(); ++i) {

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "policies/engine/candidate_order.h"
 #include "policies/engine/normalize.h"
 
 namespace gputopo::service {
@@ -18,14 +19,14 @@ CycleSummary SummaryOf(const CycleRecord& record) {
 // highest (policies::DecidedCandidate), or nullopt when fewer than two fit.
 std::optional<size_t> DecidedNode(const CycleRecord& record,
                                   const std::vector<std::string_view>& names) {
-  if (record.passed < 2 || record.preset_used == nullptr) return std::nullopt;
-  const policies::ScoreNormalization mode = record.preset_used->normalization();
+  if (record.passed < 2 || record.preset_used == nullptr || !record.pod) return std::nullopt;
+  const policies::CandidateOrder order(*record.preset_used, *record.pod);
   return policies::DecidedCandidate(
       record.nodes.size(),
       [&](size_t i) -> std::optional<double> {
         const policies::EvaluationRef& e = record.nodes[i].evaluation;
         if (!e.fits()) return std::nullopt;
-        return policies::NormalizationInput(e.weighted_score, e.locality_missed, mode);
+        return order.Input(e, names[i]);
       },
       [&](size_t i) { return policies::FilterDecidesTieKey(record.pod_uid, names[i]); });
 }
@@ -122,15 +123,22 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(
     }
   }
   if (verb == Verb::kPrioritize && record->error.empty()) {
+    // record->nodes is parallel to args.node_names once evaluated; empty after an error.
+    const std::optional<policies::CandidateOrder> order =
+        record->preset_used != nullptr && record->pod
+            ? std::optional<policies::CandidateOrder>(std::in_place, *record->preset_used,
+                                                      *record->pod)
+            : std::nullopt;
     std::vector<std::optional<double>> weighted;
     weighted.reserve(record->nodes.size());
-    for (const CycleRecord::NodeRef& ref : record->nodes) {
-      weighted.push_back(ref.evaluation.fits() ? std::optional<double>(policies::NormalizationInput(
-                                                     ref.evaluation.weighted_score,
-                                                     ref.evaluation.locality_missed, normalization))
-                                               : std::nullopt);
+    for (size_t i = 0; i < record->nodes.size(); ++i) {
+      const policies::EvaluationRef& e = record->nodes[i].evaluation;
+      weighted.push_back(e.fits() && order ? std::optional<double>(order->Input(
+                                                 e, order->by_name() ? args.node_names[i] : ""))
+                                           : std::nullopt);
     }
     record->priorities = policies::NormalizeScores(weighted, normalization);
+    if (order && order->by_name()) record->normalization = order->Describe();
   }
   record->duration = elapsed();
   return record;

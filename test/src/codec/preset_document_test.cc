@@ -197,6 +197,47 @@ TEST(ShippedPresetsTest, EveryPresetParsesAndBuilds) {
   }
 }
 
+TEST(ParsePresetDocumentTest, SharingPodStepsIsAnIntegerOrAbsent) {
+  const std::string head = R"({"name":"x","normalization":"rank","components":[)"
+                           R"({"name":"fragmentation","weight":1}])";
+  Result<policies::PresetSpec> absent = ParsePresetDocument(head + "}");
+  ASSERT_TRUE(absent.ok()) << absent.status().ToString();
+  EXPECT_EQ(absent->sharing_pod_steps, 0);
+  Result<policies::PresetSpec> set = ParsePresetDocument(head + R"(,"sharingPodSteps":100})");
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  EXPECT_EQ(set->sharing_pod_steps, 100);
+  Result<std::shared_ptr<const policies::Preset>> built =
+      policies::BuildPreset(*set, policies::BuiltinComponents());
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  EXPECT_EQ((*built)->sharing_pod_order().steps, 100);
+  for (const char* bad : {R"("100")", "1.5", "true", "[1]"}) {
+    SCOPED_TRACE(bad);
+    Result<policies::PresetSpec> got =
+        ParsePresetDocument(head + R"(,"sharingPodSteps":)" + bad + "}");
+    ASSERT_FALSE(got.ok());
+    EXPECT_THAT(got.status().message(), HasSubstr("sharingPodSteps"));
+  }
+  // Parsed, then out of range for BuildPreset: no value wraps into 0..10000.
+  for (const char* wide : {"-1", "10001", "4294967396", "-4294967196", "18446744073709551615"}) {
+    SCOPED_TRACE(wide);
+    Result<policies::PresetSpec> got =
+        ParsePresetDocument(head + R"(,"sharingPodSteps":)" + wide + "}");
+    if (!got.ok()) {
+      EXPECT_THAT(got.status().message(), HasSubstr("sharingPodSteps"));
+      continue;
+    }
+    EXPECT_FALSE(policies::BuildPreset(*got, policies::BuiltinComponents()).ok())
+        << "read as " << got->sharing_pod_steps;
+  }
+}
+
+TEST(ShippedPresetsTest, PackOrdersSharePodsByFgdSteps) {
+  Result<policies::PresetSpec> spec =
+      ParsePresetDocument(gputopo::testing::ReadFile(PresetDir() / "pack.json"));
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->sharing_pod_steps, 100);
+}
+
 TEST(ShippedPresetsTest, DefaultExists) {
   std::vector<std::string> stems;
   for (const std::filesystem::path& file : gputopo::testing::FilesIn(PresetDir(), ".json")) {

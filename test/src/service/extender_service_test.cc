@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "evaluation/plain_evaluations.h"
+#include "policies/engine/candidate_order.h"
+#include "policies/registry/component_registry.h"
 #include "src/service/decision_recorder.h"
 #include "test/support/builders.h"
 #include "test/support/fake_clock.h"
@@ -239,6 +241,75 @@ TEST(ExtenderServiceTest, FilterDecidesSpreadsPodsOverEqualNodesAndLeavesOneFitA
   const FilterReply cpu = s.service.Filter(args);
   for (const extender::FilterOutcome& o : cpu.outcomes) EXPECT_TRUE(o.passed);
   EXPECT_TRUE(observer.records.back()->decided_node.empty());
+}
+
+// A preset with FGD's order for share pods (policies/engine/candidate_order.h), named "steps".
+std::shared_ptr<const policies::Preset> StepsPreset() {
+  policies::PresetSpec spec;
+  spec.name = "steps";
+  spec.normalization = "rank";
+  spec.sharing_pod_steps = 100;
+  spec.components = {
+      {"replica-spread", 3.0, {}}, {"fragmentation", 10.0, {}}, {"packing", 0.3, {}}};
+  auto preset = policies::BuildPreset(spec, policies::BuiltinComponents());
+  EXPECT_TRUE(preset.ok()) << preset.status().ToString();
+  return *preset;
+}
+
+TEST(ExtenderServiceTest, SharePodsGoToTheFirstNodeOfTheFixedOrderAmongEqualSteps) {
+  KeptRecords observer;
+  Service plain(observer);
+  Service decides(observer, ExtenderServiceOptions{true});
+  extender::ExtenderArgs args;
+  for (Service* s : {&plain, &decides}) {
+    s->presets.Add(StepsPreset());
+    for (const char* name : {"e0", "e1", "e2", "e3", "e4", "e5"}) {
+      s->cluster.Add(MakeNode().Name(name).Profile("dgx1").Replicas(4).Allocatable(32).Obj());
+    }
+  }
+  args.node_names = {"e0", "e1", "e2", "e3", "e4", "e5", "ghost"};
+  const auto pod = [](const std::string& uid, const char* milli) {
+    return MakePod()
+        .Name("p-" + uid)
+        .Uid(uid)
+        .Gpus(1)
+        .Annotation("gputopo.io/policy", "steps")
+        .Annotation("gputopo.io/gpu-milli", milli)
+        .Obj();
+  };
+  // The six nodes are the same empty machine: one step. The first in the fixed order of names
+  // gets the top priority alone, for every pod.
+  std::string first;
+  for (const char* name : {"e0", "e1", "e2", "e3", "e4", "e5"}) {
+    if (first.empty() || policies::FixedNodeOrder(name) > policies::FixedNodeOrder(first)) {
+      first = name;
+    }
+  }
+  for (const std::string uid : {"u1", "u2", "u3"}) {
+    args.pod = pod(uid, "250");
+    const PrioritizeReply reply = plain.service.Prioritize(args);
+    std::set<int> distinct;
+    for (const auto& [host, score] : reply.scores) {
+      if (host == "ghost") continue;
+      distinct.insert(score);
+      EXPECT_EQ(score == 10, host == first) << host << " " << score;
+    }
+    EXPECT_EQ(distinct.size(), 6u) << "every node in its own place";
+    EXPECT_NE(observer.records.back()->normalization.find("fragmentation step of 100"),
+              std::string::npos)
+        << observer.records.back()->normalization;
+    (void)decides.service.Filter(args);
+    EXPECT_EQ(observer.records.back()->decided_node, first) << "the same order, not the pod's";
+  }
+  // A pod that takes whole GPUs keeps the weighted score: the equal nodes tie at the top.
+  args.pod = pod("whole", "1000");
+  const PrioritizeReply whole = plain.service.Prioritize(args);
+  for (const auto& [host, score] : whole.scores) {
+    if (host != "ghost") {
+      EXPECT_EQ(score, 10) << host;
+    }
+  }
+  EXPECT_EQ(observer.records.back()->normalization, "rank");
 }
 
 }  // namespace
