@@ -117,6 +117,7 @@ std::shared_ptr<const policies::Preset> AllPodsPreset(const WorkloadMix& mix, do
   policies::PresetSpec spec;
   spec.name = "trace-allpods";
   spec.normalization = "rank";
+  spec.sharing_pod_steps = 100;  // as pack: share pods in FGD's order
   spec.components = {{"replica-spread", 3, {{{"islandPenalty", 0.1}}, {}}},
                      {"locality", 3, {}},
                      {"fragmentation",

@@ -78,7 +78,7 @@ struct Event {
 
 Metrics Run(const std::string& policy, uint64_t seed, int per_type,
             const std::vector<PhillyJob>& philly, const topology::ProfileCatalog& profiles,
-            const policies::PresetCatalog& presets, int deployments, int jobs) {
+            const policies::PresetCatalog& presets, int deployments, int jobs, int share_milli) {
   SimCluster cluster(BuildCluster(per_type, profiles));
   std::unique_ptr<Placer> placer;
   if (policy == "random")
@@ -115,6 +115,7 @@ Metrics Run(const std::string& policy, uint64_t seed, int per_type,
       pod.name = "deploy" + std::to_string(d) + "-" + std::to_string(r);
       pod.group = "deploy" + std::to_string(d);
       pod.gpus = 1;
+      pod.milli = share_milli;  // 0: the node's slot count sets the share (1000 / R)
       pod.cpu_milli = 1000;
       pod.memory_mib = 1024;
       pods.push_back(pod);
@@ -223,6 +224,7 @@ int Main(int argc, char** argv) {
   int per_type = 8;
   int deployments = 24;
   int jobs = 600;
+  int share_milli = 0;
   std::string out = "bench/results";
   cli.add_option("--philly", philly_path)->capture_default_str();
   cli.add_option("--policies", policy_list)->capture_default_str();
@@ -230,6 +232,11 @@ int Main(int argc, char** argv) {
   cli.add_option("--nodes-per-type", per_type, "nodes of each machine type")->capture_default_str();
   cli.add_option("--deployments", deployments)->capture_default_str();
   cli.add_option("--jobs", jobs)->capture_default_str();
+  cli.add_option("--share-milli", share_milli,
+                 "gputopo.io/gpu-milli of each Deployment replica (0: none declared; below 1000, "
+                 "pack orders them as FGD does, docs/scoring.md)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
   cli.add_option("--out", out)->capture_default_str();
   CLI11_PARSE(cli, argc, argv);
 
@@ -249,8 +256,10 @@ int Main(int argc, char** argv) {
   std::ostringstream md;
   md << "Cluster: " << per_type << " x DGX-1 V100 (2 replicas/GPU), " << per_type
      << " x HGX H100 (4), " << per_type << " x 8-GPU PCIe 2-NUMA (3); " << deployments
-     << " Deployments of 4-8 replicas; " << jobs << " Philly-sized jobs; mean of " << seeds
-     << " seeds.\n\n"
+     << " Deployments of 4-8 replicas"
+     << (share_milli > 0 ? " (each declaring a share of " + std::to_string(share_milli) + " milli)"
+                         : std::string())
+     << "; " << jobs << " Philly-sized jobs; mean of " << seeds << " seeds.\n\n"
      << "| policy | same-group pairs on one GPU | multi-GPU pods in one NVLink island | "
         "in one NUMA node | mean link weight | NVLink pairs | pending with room | pending | placed "
         "|\n"
@@ -261,7 +270,7 @@ int Main(int argc, char** argv) {
     Metrics sum;
     for (int s = 0; s < seeds; ++s) {
       Metrics m = Run(policy, 42 + static_cast<uint64_t>(s), per_type, *philly, profiles, *presets,
-                      deployments, jobs);
+                      deployments, jobs, share_milli);
       sum.policy = m.policy;
       sum.same_gpu_pairs += m.same_gpu_pairs / seeds;
       sum.in_island += m.in_island / seeds;
