@@ -72,55 +72,63 @@ PodHistory& DecisionLog::PodLocked(const std::string& pod_key) {
   return it->second;
 }
 
-void DecisionLog::TrimPodsLocked() {
+void DecisionLog::TrimPodsLocked(Retired& retired) {
   // The newest pod always stays, whatever its size.
   while (pod_order_.size() > 1 && (pod_order_.size() > max_pods_ || pods_bytes_ > max_bytes_)) {
     auto it = pods_.find(pod_order_.front());
     pods_bytes_ -= BytesOf(it->second) + 2 * BytesOf(it->first);
+    retired.pods.push_back(std::move(it->second));
     pods_.erase(it);
     pod_order_.pop_front();
   }
 }
 
-void DecisionLog::AddLocked(DecisionRecord record, uint64_t sequence) {
+void DecisionLog::AddLocked(DecisionRecord record, uint64_t sequence, Retired& retired) {
   auto at = events_.end();  // almost always the end: look from there
   while (at != events_.begin() && std::prev(at)->first > sequence) --at;
   events_bytes_ += BytesOf(record);
   events_.emplace(at, sequence, std::move(record));
   while (events_.size() > 1 && (events_.size() > max_events_ || events_bytes_ > max_bytes_)) {
     events_bytes_ -= BytesOf(events_.front().second);
+    retired.events.push_back(std::move(events_.front().second));
     events_.pop_front();
   }
 }
 
 template <typename Record>
 void DecisionLog::AddLocked(std::shared_ptr<const Record>& latest,
-                            const std::shared_ptr<const Record>& record) {
+                            const std::shared_ptr<const Record>& record, Retired& retired) {
   if (latest == nullptr || latest->sequence < record->sequence) {
     pods_bytes_ += ApproxBytes(*record);
-    if (latest != nullptr) pods_bytes_ -= ApproxBytes(*latest);
+    if (latest != nullptr) {
+      pods_bytes_ -= ApproxBytes(*latest);
+      retired.events.emplace_back(std::move(latest));
+    }
     latest = record;
   }
-  AddLocked(record, record->sequence);
+  AddLocked(record, record->sequence, retired);
 }
 
 void DecisionLog::Add(std::shared_ptr<const CycleRecord> record) {
+  Retired retired;  // destroyed after the lock is released (declared before it)
   MutexLock lock(mutex_);
   PodHistory& history = PodLocked(record->pod_key);
-  AddLocked(record->verb == Verb::kFilter ? history.filter : history.prioritize, record);
-  TrimPodsLocked();
+  AddLocked(record->verb == Verb::kFilter ? history.filter : history.prioritize, record, retired);
+  TrimPodsLocked(retired);
 }
 
 void DecisionLog::Add(std::shared_ptr<const BindRecord> record) {
+  Retired retired;
   MutexLock lock(mutex_);
-  AddLocked(PodLocked(record->pod_key).bind, record);
-  TrimPodsLocked();
+  AddLocked(PodLocked(record->pod_key).bind, record, retired);
+  TrimPodsLocked(retired);
 }
 
 void DecisionLog::Add(std::shared_ptr<const PreemptRecord> record) {
+  Retired retired;
   MutexLock lock(mutex_);
-  AddLocked(PodLocked(record->pod_key).preempt, record);
-  TrimPodsLocked();
+  AddLocked(PodLocked(record->pod_key).preempt, record, retired);
+  TrimPodsLocked(retired);
 }
 
 std::vector<DecisionRecord> DecisionLog::Recent(size_t limit) const {

@@ -185,13 +185,22 @@ class DecisionLog {
   std::optional<PodHistory> ForPod(const std::string& pod_key) const;
 
  private:
-  void AddLocked(DecisionRecord record, uint64_t sequence) GPUTOPO_REQUIRES(mutex_);
+  // What trimming took out of the log, freed by the caller once it has let go of the lock: the
+  // last reference to a record can hold a cycle's evaluations, and freeing them took ~1 ms now
+  // and then, during which a request thread committing a record (the recorder's queue full)
+  // waited for the lock.
+  struct Retired {
+    std::vector<DecisionRecord> events;
+    std::vector<PodHistory> pods;
+  };
+  void AddLocked(DecisionRecord record, uint64_t sequence, Retired& retired)
+      GPUTOPO_REQUIRES(mutex_);
   // Adds `record`, and makes it the pod's `latest` of its kind unless that one is newer.
   template <typename Record>
-  void AddLocked(std::shared_ptr<const Record>& latest, const std::shared_ptr<const Record>& record)
-      GPUTOPO_REQUIRES(mutex_);
+  void AddLocked(std::shared_ptr<const Record>& latest, const std::shared_ptr<const Record>& record,
+                 Retired& retired) GPUTOPO_REQUIRES(mutex_);
   PodHistory& PodLocked(const std::string& pod_key) GPUTOPO_REQUIRES(mutex_);
-  void TrimPodsLocked() GPUTOPO_REQUIRES(mutex_);
+  void TrimPodsLocked(Retired& retired) GPUTOPO_REQUIRES(mutex_);
 
   const size_t max_events_;
   const size_t max_pods_;
