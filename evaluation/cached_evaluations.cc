@@ -74,7 +74,7 @@ void CachedEvaluations::Remember(const EvaluationQuery& query, uint64_t shape_id
 }
 
 Evaluations CachedEvaluations::Evaluate(const EvaluationQuery& query) {
-  PodEvaluator evaluator(query.pod, query.preset, cache_);
+  PodEvaluator evaluator(query.pod, query.preset, cache_, CacheAccess::kSkipWhenBusy);
   evaluator.UseHelpers(helpers_);
   const uint64_t shape_id = evaluator.shape_id();
   Evaluations out;

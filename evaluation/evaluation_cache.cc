@@ -43,14 +43,25 @@ uint64_t EvaluationCache::ShapeId(const PodRequirements& pod,
   return it->second;
 }
 
+std::shared_ptr<const NodeEvaluation> EvaluationCache::FindLocked(
+    const AnswerGeneration::Key& key) {
+  std::shared_ptr<const NodeEvaluation> value = newer_.Find(key);
+  return value != nullptr ? value : older_.Find(key);
+}
+
 std::shared_ptr<const NodeEvaluation> EvaluationCache::Find(const NodeState& node,
-                                                            GpuMask group_gpus, uint64_t shape_id) {
+                                                            GpuMask group_gpus, uint64_t shape_id,
+                                                            CacheAccess access) {
   const AnswerGeneration::Key key{node.version(), shape_id, group_gpus};
   std::shared_ptr<const NodeEvaluation> value;
-  {
+  if (access == CacheAccess::kWait) {
     MutexLock lock(answers_mutex_);
-    value = newer_.Find(key);
-    if (value == nullptr) value = older_.Find(key);
+    value = FindLocked(key);
+  } else if (answers_mutex_.TryLock()) {
+    value = FindLocked(key);
+    answers_mutex_.Unlock();
+  } else {
+    skipped_.fetch_add(1, std::memory_order_relaxed);
   }
   (value ? hits_ : misses_).fetch_add(1, std::memory_order_relaxed);
   return value;
@@ -62,11 +73,27 @@ void EvaluationCache::Insert(const NodeState& node, GpuMask group_gpus, uint64_t
   InsertLocked({node.version(), shape_id, group_gpus}, std::move(evaluation));
 }
 
-void EvaluationCache::InsertAll(uint64_t shape_id, std::vector<NodeAnswer> answers) {
+void EvaluationCache::InsertAll(uint64_t shape_id, std::vector<NodeAnswer> answers,
+                                CacheAccess access) {
+  for (size_t begin = 0; begin < answers.size(); begin += kInsertBatch) {
+    const size_t end = std::min(answers.size(), begin + kInsertBatch);
+    if (access == CacheAccess::kWait) {
+      MutexLock lock(answers_mutex_);
+      InsertBatchLocked(shape_id, answers, begin, end);
+    } else if (answers_mutex_.TryLock()) {
+      InsertBatchLocked(shape_id, answers, begin, end);
+      answers_mutex_.Unlock();
+    } else {
+      skipped_.fetch_add(end - begin, std::memory_order_relaxed);
+    }
+  }
+}
+
+void EvaluationCache::InsertBatchLocked(uint64_t shape_id, std::vector<NodeAnswer>& answers,
+                                        size_t begin, size_t end) {
   constexpr size_t kAhead = 8;
-  MutexLock lock(answers_mutex_);
-  for (size_t i = 0; i < answers.size(); ++i) {
-    if (i + kAhead < answers.size()) {
+  for (size_t i = begin; i < end; ++i) {
+    if (i + kAhead < end) {
       const NodeAnswer& next = answers[i + kAhead];
       newer_.Prefetch({next.version, shape_id, next.group_gpus});
     }
@@ -77,7 +104,6 @@ void EvaluationCache::InsertAll(uint64_t shape_id, std::vector<NodeAnswer> answe
 
 void EvaluationCache::InsertLocked(const AnswerGeneration::Key& key,
                                    std::shared_ptr<const NodeEvaluation> evaluation) {
-  const uint64_t shape_id = key.shape_id;
   if (newer_.full() && newer_.Find(key) == nullptr) {
     // kReleasedPerInsert >= 1 has emptied retired_ since the last drop (newer_ took at least
     // kNodeAnswers / 2 inserts to fill): nothing is freed here, and its array is the new
@@ -89,14 +115,27 @@ void EvaluationCache::InsertLocked(const AnswerGeneration::Key& key,
   }
   newer_.Put(key, std::move(evaluation));
   retired_.ReleaseSome(kReleasedPerInsert);
-  if (shape_id >= inserted_in_.size()) inserted_in_.resize(shape_id + 1, 0);
-  inserted_in_[shape_id] = generation_;
+  if (key.shape_id >= inserted_in_.size()) inserted_in_.resize(key.shape_id + 1, 0);
+  inserted_in_[key.shape_id] = generation_;
 }
 
-bool EvaluationCache::MayHoldAnswers(uint64_t shape_id) const {
-  MutexLock lock(answers_mutex_);
+bool EvaluationCache::MayHoldAnswersLocked(uint64_t shape_id) const {
   return shape_id < inserted_in_.size() && inserted_in_[shape_id] != 0 &&
          inserted_in_[shape_id] + 1 >= generation_;
+}
+
+bool EvaluationCache::MayHoldAnswers(uint64_t shape_id, CacheAccess access) const {
+  if (access == CacheAccess::kWait) {
+    MutexLock lock(answers_mutex_);
+    return MayHoldAnswersLocked(shape_id);
+  }
+  if (answers_mutex_.TryLock()) {
+    const bool may = MayHoldAnswersLocked(shape_id);
+    answers_mutex_.Unlock();
+    return may;
+  }
+  skipped_.fetch_add(1, std::memory_order_relaxed);
+  return false;
 }
 
 void EvaluationCache::ReleaseRetired() {

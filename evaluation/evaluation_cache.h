@@ -27,7 +27,9 @@
 // state includes.)
 //
 // Thread safety: thread-safe. A ShapeTable is read and written only through the Locked view its
-// Lock() returns.
+// Lock() returns. The node answers have one lock, which the background refresh takes too; a
+// cycle on the request path takes it with CacheAccess::kSkipWhenBusy, and so never waits for a
+// background thread (see CacheAccess).
 #ifndef GPUTOPO_EVALUATION_EVALUATION_CACHE_H_
 #define GPUTOPO_EVALUATION_EVALUATION_CACHE_H_
 
@@ -128,6 +130,15 @@ class ShapeTable {
 // preset it is given alive, so an address never comes to mean another preset.
 std::string EvaluationShape(const policies::PodRequirements& pod, const policies::Preset& preset);
 
+// How a caller takes the node answers' lock.
+// - kWait: waits for it (the background refresh, tests).
+// - kSkipWhenBusy: never waits; a lookup that finds the lock held is a miss, and answers that
+//   find it held are not kept. For the request path: the background refresh holds the lock for a
+//   moment at a time, but at a low CPU priority, and preempted while holding it, it may wait for
+//   the CPU for milliseconds (when it ran in SCHED_IDLE, cycles waited for it up to 450 ms on a
+//   loaded machine; bench/README.md, 2026-12-06). A miss costs one node's evaluation.
+enum class CacheAccess { kWait, kSkipWhenBusy };
+
 class EvaluationCache {
  public:
   // A small integer for the pod shape of `pod` with `preset`, the same for equal shapes
@@ -138,22 +149,28 @@ class EvaluationCache {
   static constexpr size_t kNodeAnswers = 1 << 16;
   std::shared_ptr<const policies::NodeEvaluation> Find(const policies::NodeState& node,
                                                        policies::GpuMask group_gpus,
-                                                       uint64_t shape_id);
+                                                       uint64_t shape_id,
+                                                       CacheAccess access = CacheAccess::kWait);
   void Insert(const policies::NodeState& node, policies::GpuMask group_gpus, uint64_t shape_id,
               std::shared_ptr<const policies::NodeEvaluation> evaluation);
-  // Insert for many answers of one pod shape: one lock, and each answer's slot fetched ahead
-  // (one cache miss per answer otherwise, a tenth of a new pod shape's cycle at 5000 nodes).
+  // Insert for many answers of one pod shape: one lock per kInsertBatch answers (so that no
+  // holder keeps the lock for long), and each answer's slot fetched ahead (one cache miss per
+  // answer otherwise, a tenth of a new pod shape's cycle at 5000 nodes). With kSkipWhenBusy, a
+  // batch that finds the lock held is not kept.
   struct NodeAnswer {
     uint64_t version = 0;  // the NodeState's
     policies::GpuMask group_gpus = 0;
     std::shared_ptr<const policies::NodeEvaluation> evaluation;
   };
-  void InsertAll(uint64_t shape_id, std::vector<NodeAnswer> answers);
+  static constexpr size_t kInsertBatch = 64;
+  void InsertAll(uint64_t shape_id, std::vector<NodeAnswer> answers,
+                 CacheAccess access = CacheAccess::kWait);
   size_t node_answers() const;   // entries in both generations
   size_t answer_arrays() const;  // generations (newer, older, retired) with their array allocated
   // False when no node answer of `shape_id` is kept (a pod shape seen for the first time, or
-  // not lately): its cycle need not look for any.
-  bool MayHoldAnswers(uint64_t shape_id) const;
+  // not lately): its cycle need not look for any. With kSkipWhenBusy, also false when the lock
+  // is held (the cycle then evaluates what its table lacks).
+  bool MayHoldAnswers(uint64_t shape_id, CacheAccess access = CacheAccess::kWait) const;
   // Frees the generation the last Insert()s dropped. Dropping tens of thousands of answers at
   // once takes milliseconds, so Insert (on the request path) only sets them aside, and then
   // frees kReleasedPerInsert of them per Insert: they are gone before it drops the next
@@ -191,6 +208,19 @@ class EvaluationCache {
 
   uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
   uint64_t misses() const { return misses_.load(std::memory_order_relaxed); }
+  // Lookups and answers that kSkipWhenBusy skipped because the lock was held (lookups are also
+  // counted as misses).
+  uint64_t skipped_when_busy() const { return skipped_.load(std::memory_order_relaxed); }
+
+  // For tests: holds the node answers' lock for as long as it lives, as a background refresh
+  // that has been preempted does.
+  class AnswersLockHolder {
+   public:
+    explicit AnswersLockHolder(EvaluationCache& cache) : lock_(cache.answers_mutex_) {}
+
+   private:
+    MutexLock lock_;
+  };
 
  private:
   mutable Mutex shapes_mutex_;
@@ -216,12 +246,19 @@ class EvaluationCache {
   // Generations started (newer_ is generation_'s, older_ the one before), and for each shape id
   // the generation of its latest Insert (0: none).
   uint64_t generation_ GPUTOPO_GUARDED_BY(answers_mutex_) = 1;
+  std::vector<uint64_t> inserted_in_ GPUTOPO_GUARDED_BY(answers_mutex_);
+  bool MayHoldAnswersLocked(uint64_t shape_id) const GPUTOPO_REQUIRES(answers_mutex_);
+  std::shared_ptr<const policies::NodeEvaluation> FindLocked(const AnswerGeneration::Key& key)
+      GPUTOPO_REQUIRES(answers_mutex_);
   void InsertLocked(const AnswerGeneration::Key& key,
                     std::shared_ptr<const policies::NodeEvaluation> evaluation)
       GPUTOPO_REQUIRES(answers_mutex_);
-  std::vector<uint64_t> inserted_in_ GPUTOPO_GUARDED_BY(answers_mutex_);
+  // answers[begin, end) of `shape_id`, under the lock.
+  void InsertBatchLocked(uint64_t shape_id, std::vector<NodeAnswer>& answers, size_t begin,
+                         size_t end) GPUTOPO_REQUIRES(answers_mutex_);
   std::atomic<uint64_t> hits_{0};
   std::atomic<uint64_t> misses_{0};
+  mutable std::atomic<uint64_t> skipped_{0};
 };
 
 }  // namespace gputopo::evaluation

@@ -26,14 +26,15 @@ PodEvaluator::PodEvaluator(const PodRequirements& pod, const Preset& preset)
       symmetric_(pod, preset) {}
 
 PodEvaluator::PodEvaluator(const PodRequirements& pod, std::shared_ptr<const Preset> preset,
-                           EvaluationCache& cache)
+                           EvaluationCache& cache, CacheAccess access)
     : pod_(pod),
       shared_preset_(std::move(preset)),
       preset_(*shared_preset_),
       cache_(&cache),
       shape_id_(cache.ShapeId(pod, shared_preset_)),
       group_hash_(std::hash<std::string_view>{}(pod.group)),
-      cache_may_answer_(cache.MayHoldAnswers(shape_id_)),
+      access_(access),
+      cache_may_answer_(cache.MayHoldAnswers(shape_id_, access)),
       symmetric_(pod, *shared_preset_) {}
 
 uint32_t PodEvaluator::Add(std::shared_ptr<const NodeEvaluation> evaluation) {
@@ -61,7 +62,7 @@ void PodEvaluator::InsertAnswers() {
     answers.push_back({entry.version, entry.group, answers_[entry.answer]});
   }
   to_insert_.clear();
-  cache_->InsertAll(shape_id_, std::move(answers));
+  cache_->InsertAll(shape_id_, std::move(answers), access_);
 }
 
 std::shared_ptr<const NodeEvaluation> PodEvaluator::EvaluateShared(const NodeState& node,
@@ -84,7 +85,7 @@ uint32_t PodEvaluator::Resolve(const NodeState& node, GpuMask group, std::vector
   };
   if (!node.has_topology()) return search(true);  // the error text differs per node: not memoised
   if (cache_may_answer_) {
-    if (auto cached = cache_->Find(node, group, shape_id_)) {
+    if (auto cached = cache_->Find(node, group, shape_id_, access_)) {
       ++cache_hits_;
       answers_.push_back(std::move(cached));
       return next;

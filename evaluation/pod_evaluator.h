@@ -36,9 +36,10 @@ class PodEvaluator {
   // must outlive the evaluator, and so must every NodeState it is asked about (with either
   // constructor: the memo keys on the nodes' signatures).
   PodEvaluator(const policies::PodRequirements& pod, const policies::Preset& preset);
-  // With `cache` (which must outlive it): its tables and node answers too.
+  // With `cache` (which must outlive it): its tables and node answers too, the node answers
+  // taken with `access` (kSkipWhenBusy on the request path).
   PodEvaluator(const policies::PodRequirements& pod, std::shared_ptr<const policies::Preset> preset,
-               EvaluationCache& cache);
+               EvaluationCache& cache, CacheAccess access = CacheAccess::kWait);
 
   // Threads that may run a cycle's searches beside the caller's (EvaluateAt's sweep of a new
   // table, when it has at least kHelpedSearches to make), kSearchChunk at a time.
@@ -192,6 +193,7 @@ class PodEvaluator {
   bool MemoPays() const;                                     // see kMemoTrial
   // The cache held node answers of this pod shape when the evaluator was made; when it did not,
   // none is looked for.
+  CacheAccess access_ = CacheAccess::kWait;
   bool cache_may_answer_ = false;
   SymmetricStates symmetric_;  // searches shared by relabeled node states
   uint64_t memo_hits_ = 0;

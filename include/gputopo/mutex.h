@@ -32,6 +32,7 @@
 #define GPUTOPO_EXCLUDES(...) GPUTOPO_THREAD_ANNOTATION(locks_excluded(__VA_ARGS__))
 #define GPUTOPO_ACQUIRE(...) GPUTOPO_THREAD_ANNOTATION(acquire_capability(__VA_ARGS__))
 #define GPUTOPO_RELEASE(...) GPUTOPO_THREAD_ANNOTATION(release_capability(__VA_ARGS__))
+#define GPUTOPO_TRY_ACQUIRE(...) GPUTOPO_THREAD_ANNOTATION(try_acquire_capability(__VA_ARGS__))
 
 namespace gputopo {
 
@@ -40,6 +41,11 @@ class GPUTOPO_CAPABILITY("mutex") Mutex {
   Mutex() = default;
   Mutex(const Mutex&) = delete;
   Mutex& operator=(const Mutex&) = delete;
+
+  // For a caller that must not wait: `if (mu.TryLock()) { ...; mu.Unlock(); }`. Everything
+  // else holds the mutex through a MutexLock.
+  bool TryLock() GPUTOPO_TRY_ACQUIRE(true) { return mutex_.try_lock(); }
+  void Unlock() GPUTOPO_RELEASE() { mutex_.unlock(); }
 
  private:
   friend class MutexLock;

@@ -185,7 +185,7 @@ Status AgentServer::Start() {
       });
   if (Status started = s.http->Start(); !started.ok()) return started;
   // Passes (a PodResources list, a pod list, PATCHes) yield the CPU to the plugin's admissions,
-  // which kubelet waits on (SCHED_IDLE, as the extender's background work).
+  // which kubelet waits on (SCHED_BATCH at nice 10, as the extender's background work).
   s.observer->Start(app::StartBackgroundThread);
   if (!s.options.topology && (s.options.publish_topology || s.enforce != nullptr) &&
       s.options.rediscover.count() > 0) {
