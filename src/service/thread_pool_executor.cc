@@ -1,5 +1,8 @@
 #include "src/service/thread_pool_executor.h"
 
+#include <algorithm>
+#include <memory>
+
 namespace gputopo::service {
 
 ThreadPoolExecutor::ThreadPoolExecutor(int threads, const std::function<void()>& thread_start) {
@@ -13,64 +16,76 @@ ThreadPoolExecutor::ThreadPoolExecutor(int threads, const std::function<void()>&
 }
 
 ThreadPoolExecutor::~ThreadPoolExecutor() {
-  std::deque<Task> ready;
-  std::map<std::pair<TimePoint, uint64_t>, Task> delayed;
+  stopping_.store(true);
+  wake_.release(static_cast<std::ptrdiff_t>(threads_.size()));
+  for (std::thread& thread : threads_) thread.join();
+  // What is still queued is destroyed unrun, here: a task's captures may post again, which then
+  // finds the executor stopping.
+  std::map<std::pair<TimePoint, uint64_t>, Task> queued;
   {
     MutexLock lock(mutex_);
-    stopping_ = true;
-    ready.swap(ready_);
-    delayed.swap(delayed_);
+    TakeIncomingLocked();
+    queued.swap(queued_);
   }
-  work_.notify_all();
-  for (std::thread& thread : threads_) thread.join();
-  // `ready` and `delayed` are destroyed here, unrun, outside the lock: a task's captures may
-  // post again, which then finds the executor stopping.
 }
 
 void ThreadPoolExecutor::Post(Task task) {
-  {
-    MutexLock lock(mutex_);
-    if (stopping_) return;  // `task` is destroyed unrun, after the lock is released
-    ready_.push_back(std::move(task));
-  }
-  work_.notify_one();
+  Push(std::chrono::steady_clock::now(), std::move(task));
 }
 
 void ThreadPoolExecutor::PostAfter(std::chrono::nanoseconds delay, Task task) {
-  if (delay <= std::chrono::nanoseconds::zero()) return Post(std::move(task));
-  const TimePoint due = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(delay);
-  {
-    MutexLock lock(mutex_);
-    if (stopping_) return;
-    delayed_.emplace(std::make_pair(due, posted_++), std::move(task));
+  Push(std::chrono::steady_clock::now() +
+           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+               std::max(delay, std::chrono::nanoseconds::zero())),
+       std::move(task));
+}
+
+void ThreadPoolExecutor::Push(TimePoint due, Task task) {
+  if (stopping_.load()) return;  // `task` is destroyed unrun
+  auto* posted = new Posted{due, std::move(task), incoming_.load(std::memory_order_relaxed)};
+  while (!incoming_.compare_exchange_weak(posted->next, posted, std::memory_order_release,
+                                          std::memory_order_relaxed)) {
   }
-  // A thread waiting for a later due time must wake to wait for this one instead.
-  work_.notify_one();
+  wake_.release();
+}
+
+void ThreadPoolExecutor::TakeIncomingLocked() {
+  Posted* newest_first = incoming_.exchange(nullptr, std::memory_order_acquire);
+  std::vector<std::unique_ptr<Posted>> taken;
+  for (Posted* p = newest_first; p != nullptr; p = p->next) taken.emplace_back(p);
+  for (auto it = taken.rbegin(); it != taken.rend(); ++it) {
+    queued_.emplace(std::make_pair((*it)->due, taken_++), std::move((*it)->task));
+  }
 }
 
 void ThreadPoolExecutor::Run() {
-  MutexLock lock(mutex_);
-  while (!stopping_) {
-    if (!delayed_.empty() && delayed_.begin()->first.first <= std::chrono::steady_clock::now()) {
-      ready_.push_back(std::move(delayed_.begin()->second));
-      delayed_.erase(delayed_.begin());
+  while (!stopping_.load()) {
+    Task task;
+    bool waiting_for_due = false;
+    TimePoint next_due;
+    {
+      MutexLock lock(mutex_);
+      TakeIncomingLocked();
+      if (!queued_.empty()) {
+        auto first = queued_.begin();
+        if (first->first.first <= std::chrono::steady_clock::now()) {
+          task = std::move(first->second);
+          queued_.erase(first);
+        } else {
+          waiting_for_due = true;
+          next_due = first->first.first;
+        }
+      }
     }
-    if (!ready_.empty()) {
-      Task task = std::move(ready_.front());
-      ready_.pop_front();
-      lock.Unlock();
+    if (task) {
       task();
-      task = nullptr;  // its captures are released before the lock is taken again
-      lock.Lock();
-      continue;
+      continue;  // `task`, and so its captures, is destroyed before the lock is taken again
     }
-    if (delayed_.empty()) {
-      lock.Wait(work_);
+    // A post or a stop releases the semaphore: nothing posted after the take above is missed.
+    if (waiting_for_due) {
+      (void)wake_.try_acquire_until(next_due);
     } else {
-      // A copy: the entry may be gone (another thread took it) by the time the wait ends.
-      const TimePoint due = delayed_.begin()->first.first;
-      lock.WaitUntil(work_, due);
+      wake_.acquire();
     }
   }
 }

@@ -73,6 +73,47 @@ TEST(ThreadPoolExecutorTest, DelayedTasksRunInDueOrderNotPostingOrder) {
   EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
 }
 
+// Posts from many threads at once (the lock-free list they go through): each task runs exactly
+// once, and each poster's immediate tasks in the order it posted them (one pool thread).
+TEST(ThreadPoolExecutorTest, ConcurrentPostersTasksRunOnceEachInPostingOrder) {
+  constexpr int kPosters = 4;
+  constexpr int kPerPoster = 500;
+  ThreadPoolExecutor executor(1);
+  std::mutex mutex;
+  std::vector<std::vector<int>> ran(kPosters);  // GUARDED_BY(mutex)
+  std::atomic<int> delayed_ran{0};
+  std::atomic<int> remaining{kPosters * kPerPoster * 2};
+  std::promise<void> all_ran;
+  auto done = [&] {
+    if (--remaining == 0) all_ran.set_value();
+  };
+  std::vector<std::thread> posters;
+  for (int p = 0; p < kPosters; ++p) {
+    posters.emplace_back([&, p] {
+      for (int i = 0; i < kPerPoster; ++i) {
+        executor.Post([&, p, i] {
+          {
+            std::lock_guard<std::mutex> lock(mutex);
+            ran[static_cast<size_t>(p)].push_back(i);
+          }
+          done();
+        });
+        executor.PostAfter(std::chrono::microseconds(i % 7), [&] {
+          ++delayed_ran;
+          done();
+        });
+      }
+    });
+  }
+  for (std::thread& poster : posters) poster.join();
+  all_ran.get_future().wait();
+  EXPECT_EQ(delayed_ran.load(), kPosters * kPerPoster);
+  std::lock_guard<std::mutex> lock(mutex);
+  std::vector<int> in_order(kPerPoster);
+  for (int i = 0; i < kPerPoster; ++i) in_order[static_cast<size_t>(i)] = i;
+  for (int p = 0; p < kPosters; ++p) EXPECT_EQ(ran[static_cast<size_t>(p)], in_order) << p;
+}
+
 TEST(ThreadPoolExecutorTest, DestructionDropsQueuedTasksAndReleasesTheirCaptures) {
   auto capture = std::make_shared<int>(0);
   std::atomic<bool> ran{false};
