@@ -78,6 +78,9 @@ void ThreadPoolExecutor::Run() {
       }
     }
     if (task) {
+      // One permit per task run, so that permits do not pile up while the pool stays busy. It
+      // may be another post's: this thread takes that post itself, in its next round.
+      (void)wake_.try_acquire();
       task();
       continue;  // `task`, and so its captures, is destroyed before the lock is taken again
     }
