@@ -191,9 +191,9 @@ class PodEvaluator {
   };
   std::unordered_map<MemoKey, uint32_t, MemoKeyHash> memo_;  // -> index in answers_
   bool MemoPays() const;                                     // see kMemoTrial
+  CacheAccess access_ = CacheAccess::kWait;  // how the cache's node answers are taken
   // The cache held node answers of this pod shape when the evaluator was made; when it did not,
   // none is looked for.
-  CacheAccess access_ = CacheAccess::kWait;
   bool cache_may_answer_ = false;
   SymmetricStates symmetric_;  // searches shared by relabeled node states
   uint64_t memo_hits_ = 0;
