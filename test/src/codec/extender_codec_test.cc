@@ -406,6 +406,27 @@ TEST(ExtenderRequestParserTest, ReuseGivesFreshResults) {
   EXPECT_EQ((*a)->pod.name, "p1");
   EXPECT_THAT(Strings((*a)->node_names), ElementsAre("a1", "a2"));
   EXPECT_THAT(Strings((*a)->node_objects), ElementsAre(NodeJson("a1"), NodeJson("a2")));
+
+  // The name lists keep their capacity between requests, never their names: names after
+  // more names, a body with both forms (whose NodeNames are read, then dropped), then names.
+  Result<const ExtenderArgs*> d =
+      parser.ParseArgs(R"({"Pod":)" + pod_b + R"(,"NodeNames":["d1","d2","d3"]})");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_THAT(Strings((*d)->node_names), ElementsAre("d1", "d2", "d3"));
+  d = parser.ParseArgs(R"({"Pod":)" + pod_b + R"(,"NodeNames":["e1"]})");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_THAT(Strings((*d)->node_names), ElementsAre("e1"));
+  EXPECT_THAT((*d)->node_objects, IsEmpty());
+  d = parser.ParseArgs(R"({"Pod":)" + pod_b + R"(,"NodeNames":["f1","f2"],"Nodes":{"items":[)" +
+                       NodeJson("g1") + "]}}");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_TRUE((*d)->nodes_mode);
+  EXPECT_THAT(Strings((*d)->node_names), ElementsAre("g1"));
+  d = parser.ParseArgs(R"({"Pod":)" + pod_b + R"(,"NodeNames":[]})");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_FALSE((*d)->nodes_mode);
+  EXPECT_THAT((*d)->node_names, IsEmpty());
+  EXPECT_THAT((*d)->node_objects, IsEmpty());
 }
 
 TEST(ExtenderRequestParserTest, ParsesFromAViewIntoALargerBuffer) {
