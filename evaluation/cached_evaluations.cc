@@ -12,16 +12,33 @@ namespace gputopo::evaluation {
 bool CachedEvaluations::Reuse(const EvaluationQuery& query, uint64_t shape_id,
                               Evaluations& out) const {
   if (query.pod_key.empty()) return false;
-  std::shared_ptr<const RecentCall> call;
+  // Every count of a call changes under calls_mutex_, so a count read under it is exact: this
+  // lets go of the call under the lock, and once Remember sees a dropped call held by nobody
+  // else, every read made here happened before Remember refills it. When this was the last
+  // holder, the call is freed after the lock.
+  struct HeldCall {
+    Mutex& mutex;
+    std::shared_ptr<const RecentCall> call;
+    ~HeldCall() {
+      std::shared_ptr<const RecentCall> last;
+      MutexLock lock(mutex);
+      if (call.use_count() == 1) {
+        last = std::move(call);
+      } else {
+        call.reset();
+      }
+    }
+  } held{calls_mutex_, nullptr};
   {
     MutexLock lock(calls_mutex_);
     for (auto it = calls_.rbegin(); it != calls_.rend(); ++it) {
       if ((*it)->pod_key == query.pod_key) {
-        call = *it;
+        held.call = *it;
         break;
       }
     }
   }
+  const RecentCall* call = held.call.get();
   if (call == nullptr || call->generation != query.snapshot.generation() ||
       call->shape_id != shape_id || call->group != query.pod.group) {
     return false;
@@ -47,30 +64,47 @@ bool CachedEvaluations::Reuse(const EvaluationQuery& query, uint64_t shape_id,
 void CachedEvaluations::Remember(const EvaluationQuery& query, uint64_t shape_id,
                                  const Evaluations& answers) {
   if (query.pod_key.empty()) return;
-  auto call = std::make_shared<RecentCall>();
-  call->pod_key = std::string(query.pod_key);
-  call->shape_id = shape_id;
-  call->group = query.pod.group;
-  call->generation = query.snapshot.generation();
-  call->positions = answers.positions;
   size_t bytes = 0;
   for (std::string_view name : query.candidates) bytes += name.size();
   if (bytes > UINT32_MAX) return;  // not kept: the next call evaluates
+  std::shared_ptr<RecentCall> call;
+  {
+    MutexLock lock(calls_mutex_);
+    call = std::move(spare_);
+  }
+  if (call == nullptr) call = std::make_shared<RecentCall>();
+  call->pod_key.assign(query.pod_key);
+  call->shape_id = shape_id;
+  call->group.assign(query.pod.group);
+  call->generation = query.snapshot.generation();
+  call->positions.assign(answers.positions.begin(), answers.positions.end());
+  call->names.clear();
   call->names.reserve(bytes);
+  call->ends.clear();
   call->ends.reserve(query.candidates.size());
   for (std::string_view name : query.candidates) {
     call->names.append(name);
     call->ends.push_back(static_cast<uint32_t>(call->names.size()));
   }
-  call->per_node = answers.per_node;
+  call->per_node.assign(answers.per_node.begin(), answers.per_node.end());
   call->lease = answers.lease;
-  std::shared_ptr<const RecentCall> dropped;  // freed outside the lock
-  MutexLock lock(calls_mutex_);
-  calls_.push_back(std::move(call));
-  if (calls_.size() > kRecentCalls) {
-    dropped = std::move(calls_.front());
-    calls_.pop_front();
+  std::shared_ptr<RecentCall> dropped;  // freed, or made the spare, outside the lock
+  {
+    MutexLock lock(calls_mutex_);
+    calls_.push_back(std::move(call));
+    if (calls_.size() > kRecentCalls) {
+      dropped = std::move(calls_.front());
+      calls_.pop_front();
+      // Out of calls_, a call is held only by a Reuse that found it before, which lets go of
+      // it under this lock (Reuse): a count of one here is final, and that Reuse's reads are
+      // done. A call still held is that Reuse's to free.
+      if (dropped.use_count() != 1) dropped = nullptr;
+    }
   }
+  if (dropped == nullptr) return;
+  dropped->lease = EvaluationLease();  // may free evaluations
+  MutexLock lock(calls_mutex_);
+  if (spare_ == nullptr) spare_ = std::move(dropped);
 }
 
 Evaluations CachedEvaluations::Evaluate(const EvaluationQuery& query) {

@@ -1,7 +1,8 @@
 // The request path never waits for the node answers' lock (CacheAccess::kSkipWhenBusy): with it
 // held on another thread, as by a background refresh preempted in the middle of an insert,
 // lookups miss, answers are not kept, and cycles answer as evaluating every node does. Run under
-// ThreadSanitizer too (label concurrency). A wait would hang a test until ctest's timeout.
+// ThreadSanitizer too (label concurrency). A wait would hang a test until ctest's timeout. Also:
+// a pod's last call is refilled for another pod only when no cycle still reads it.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -127,6 +128,43 @@ TEST(EvaluationCacheTest, ACycleAnswersWhileTheNodeAnswersLockIsHeld) {
   EXPECT_EQ(cached.cache().node_answers(), kept);        // nothing was kept while it was held
   const Evaluations after = ask(cached, two, "ml/d/4");  // the table kept n5's new answer
   EXPECT_EQ(after.evaluated, 0u);
+}
+
+// One thread asks one pod's prioritize again and again (Reuse holds that pod's last call while it
+// reads it) while another asks filters of ever new pods, which drop calls and refill the dropped
+// ones (Remember). A call is refilled only when no Reuse holds it, so every answer is
+// EvaluateNode's. Under ThreadSanitizer (label concurrency) a refill of a held call is a
+// reported race: with Remember's count check removed, it was reported in each of four runs.
+TEST(CachedEvaluationsTest, CallsAreRefilledOnlyWhenNoReuseHoldsThem) {
+  TestCluster cluster;
+  std::vector<std::string> names;
+  for (int i = 0; i < 48; ++i) {
+    names.push_back("n" + std::to_string(i));
+    cluster.Add(MakeNode().Name(names.back()).Profile("dgx1").Replicas(2).Allocatable(16).Obj());
+  }
+  const std::vector<std::string_view> all(names.begin(), names.end());
+  const std::vector<std::string_view> some(all.begin() + 1, all.end());
+  const auto snapshot = cluster.state().Snapshot();
+  CachedEvaluations cached;
+  // The pods of the two threads differ in shape, so answers refilled into a call that a Reuse
+  // still reads would be another shape's.
+  const PodRequirements one = *RequirementsOf(MakePod().Name("p").Gpus(1).Obj());
+  const PodRequirements two = *RequirementsOf(MakePod().Name("q").Gpus(2).Obj());
+  auto ask = [&](const PodRequirements& pod, const std::vector<std::string_view>& candidates,
+                 const std::string& key) {
+    Evaluations got = cached.Evaluate({pod, cluster.shared_preset(), *snapshot, candidates, key});
+    testing::ExpectSameAsEvaluateNode(got.per_node, *snapshot, got.positions, pod,
+                                      cluster.preset());
+  };
+  constexpr int kRounds = 1500;
+  std::thread filters([&] {
+    for (int i = 0; i < kRounds; ++i) ask(two, i % 2 ? all : some, "ml/f/" + std::to_string(i));
+  });
+  for (int i = 0; i < kRounds; ++i) {
+    ask(one, all, "ml/same/1");   // kept again once the filters have dropped it
+    ask(one, some, "ml/same/1");  // reuses it while it is still kept
+  }
+  filters.join();
 }
 
 }  // namespace

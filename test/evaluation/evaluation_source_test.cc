@@ -257,6 +257,31 @@ TEST_F(ReuseTest, NothingIsReusedAcrossPodsShapesGroupsOrSnapshots) {
   EXPECT_EQ(after.evaluated, 1u);
 }
 
+// Remember refills the buffers of the oldest pod's dropped call: a refilled call holds its new
+// pod's names, positions and answers alone, whatever the dropped call held.
+TEST_F(ReuseTest, ARefilledCallAnswersForItsNewPodOnly) {
+  const PodRequirements req = *RequirementsOf(MakePod().Name("p").Gpus(1).Obj());
+  const size_t pods = CachedEvaluations::kRecentCalls * 3;
+  for (size_t i = 0; i < pods; ++i) {
+    // Longer and shorter lists in turn, in another order each time.
+    std::vector<std::string> names(names_.begin(), names_.begin() + 1 + (i * 5) % names_.size());
+    std::rotate(names.begin(), names.begin() + i % names.size(), names.end());
+    const std::string key = "ml/p" + std::to_string(i) + "/" + std::to_string(i);
+    const Evaluations filter = Ask(req, names, key);
+    ASSERT_FALSE(filter.reused);
+    const Evaluations prioritize = Ask(req, names, key);
+    ASSERT_TRUE(prioritize.reused) << i;
+    EXPECT_EQ(prioritize.positions, PositionsOf(*snapshot_, names)) << i;
+    testing::ExpectSameAsEvaluateNode(prioritize.per_node, *snapshot_, prioritize.positions, req,
+                                      cluster_.preset());
+    if (i >= CachedEvaluations::kRecentCalls) {  // that pod's call was dropped
+      const size_t old = i - CachedEvaluations::kRecentCalls;
+      EXPECT_FALSE(
+          Ask(req, {names_[0]}, "ml/p" + std::to_string(old) + "/" + std::to_string(old)).reused);
+    }
+  }
+}
+
 TEST(PlainEvaluationsTest, EvaluatesEveryKnownNodeEveryTime) {
   TestCluster cluster;
   cluster.Add(MakeNode().Name("a").Profile("dgx1").Replicas(2).Allocatable(16).Obj());
