@@ -51,7 +51,7 @@ class CachedEvaluations final : public EvaluationSource {
   // (EvaluationCache::ReserveAnswerArrays): for a server, before it serves.
   void ReserveAnswerArrays() { cache_.ReserveAnswerArrays(); }
 
-  EvaluationCache& cache() { return cache_; }  // for tests and benchmarks that look inside
+  EvaluationCache& cache() { return cache_; }  // for metrics, tests and benchmarks
 
  private:
   // One call's answers, for the same pod's next call.

@@ -142,6 +142,7 @@ void App::Stop() {
 void App::RegisterCollectors() {
   CollectClusterState(metrics_, *state_);
   CollectBackgroundEvaluations(metrics_, *table_refresher_);
+  CollectNodeAnswers(metrics_, evaluations_.cache());
   CollectEvents(metrics_, *events_);
   if (watcher_) CollectWatch(metrics_, *watcher_);
   if (budgets_) CollectDisruptionBudgets(metrics_, *budgets_);

@@ -54,6 +54,26 @@ void CollectBackgroundEvaluations(observability::MetricsRegistry& metrics,
   });
 }
 
+void CollectNodeAnswers(observability::MetricsRegistry& metrics,
+                        const evaluation::EvaluationCache& cache) {
+  metrics.AddCollector([cache = &cache](observability::MetricsWriter& out) {
+    constexpr std::string_view kLookupsHelp =
+        "Lookups of a node's answer for a pod shape in the node-answer cache (behind the "
+        "per-shape tables), by result: hit, miss.";
+    out.WriteCounter("gputopo_node_answer_lookups_total", kLookupsHelp, {{"result", "hit"}},
+                     static_cast<double>(cache->hits()));
+    out.WriteCounter("gputopo_node_answer_lookups_total", kLookupsHelp, {{"result", "miss"}},
+                     static_cast<double>(cache->misses()));
+    out.WriteCounter("gputopo_node_answers_skipped_total",
+                     "Uses of the node-answer cache that a filter or prioritize skipped because "
+                     "the background refresh held its lock: lookups (also counted as misses) "
+                     "and answers not kept. The cycle evaluates instead of waiting.",
+                     {}, static_cast<double>(cache->skipped_when_busy()));
+    out.WriteGauge("gputopo_node_answers", "Answers kept in the node-answer cache.", {},
+                   static_cast<double>(cache->node_answers()));
+  });
+}
+
 void CollectEvents(observability::MetricsRegistry& metrics, const service::EventQueue& events) {
   metrics.AddCollector([events = &events](observability::MetricsWriter& out) {
     const service::EventQueueStats stats = events->Stats();

@@ -1,5 +1,6 @@
 // The metrics read at scrape time from the parts that hold them (observability/metrics.h
-// collectors): the cluster cache, the background refresh, the Event queue and the watch. The
+// collectors): the cluster cache, the background refresh, the node-answer cache, the Event queue
+// and the watch. The
 // metric names, labels and help texts are the ones docs/operations.md and the dashboards use.
 //
 // Thread safety: each collector reads its part through the part's own thread-safe accessors.
@@ -9,6 +10,7 @@
 
 #include "cluster/cluster_state.h"
 #include "cluster/disruption_budget_index.h"
+#include "evaluation/evaluation_cache.h"
 #include "src/kube/cluster_watcher.h"
 #include "src/observability/metrics.h"
 #include "src/service/event_queue.h"
@@ -23,6 +25,10 @@ void CollectClusterState(observability::MetricsRegistry& metrics,
 // gputopo_background_evaluations_total.
 void CollectBackgroundEvaluations(observability::MetricsRegistry& metrics,
                                   const service::TableRefresher& refresher);
+// gputopo_node_answer_lookups_total{result}, gputopo_node_answers_skipped_total,
+// gputopo_node_answers.
+void CollectNodeAnswers(observability::MetricsRegistry& metrics,
+                        const evaluation::EvaluationCache& cache);
 // gputopo_events_total{outcome}, gputopo_events_pending.
 void CollectEvents(observability::MetricsRegistry& metrics, const service::EventQueue& events);
 // gputopo_watch_events_total, gputopo_watch_reconnects_total, gputopo_watch_relists_total,
