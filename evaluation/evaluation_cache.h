@@ -195,14 +195,16 @@ class EvaluationCache {
   static std::string_view TableGroup(const policies::PodRequirements& pod);
 
   // What each table used in the last kRecentUses table lookups is evaluated with: a
-  // PodEvaluator made from one (with this cache) brings its table up to date with
-  // PodEvaluator::RefreshTable. Tables no pod has asked about lately are left to the next cycle
-  // that needs them.
+  // PodEvaluator made from one (with this cache and its shape_id) brings its table up to date
+  // with PodEvaluator::RefreshTable. Tables no pod has asked about lately are left to the next
+  // cycle that needs them. The pod shapes' lock, which every cycle takes too, is held only to
+  // copy pointers: the requirements are copied after it.
   static constexpr uint64_t kRecentUses = 64;
   struct TableShape {
     std::shared_ptr<ShapeTable> table;
     policies::PodRequirements pod;  // of the table's group (TableGroup); empty for a base table
     std::shared_ptr<const policies::Preset> preset;
+    uint64_t shape_id = 0;  // ShapeId(pod, preset)
   };
   std::vector<TableShape> RefreshableShapes() const;
 
@@ -233,7 +235,7 @@ class EvaluationCache {
     std::string group;  // TableGroup
     uint64_t last_used = 0;
     std::shared_ptr<ShapeTable> table;
-    policies::PodRequirements pod;
+    std::shared_ptr<const policies::PodRequirements> pod;
     std::shared_ptr<const policies::Preset> preset;
   };
   std::vector<TableEntry> tables_ GPUTOPO_GUARDED_BY(shapes_mutex_);  // at most kShapeTables

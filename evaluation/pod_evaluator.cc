@@ -27,11 +27,15 @@ PodEvaluator::PodEvaluator(const PodRequirements& pod, const Preset& preset)
 
 PodEvaluator::PodEvaluator(const PodRequirements& pod, std::shared_ptr<const Preset> preset,
                            EvaluationCache& cache, CacheAccess access)
+    : PodEvaluator(pod, preset, cache, cache.ShapeId(pod, preset), access) {}
+
+PodEvaluator::PodEvaluator(const PodRequirements& pod, std::shared_ptr<const Preset> preset,
+                           EvaluationCache& cache, uint64_t shape_id, CacheAccess access)
     : pod_(pod),
       shared_preset_(std::move(preset)),
       preset_(*shared_preset_),
       cache_(&cache),
-      shape_id_(cache.ShapeId(pod, shared_preset_)),
+      shape_id_(shape_id),
       group_hash_(std::hash<std::string_view>{}(pod.group)),
       access_(access),
       cache_may_answer_(cache.MayHoldAnswers(shape_id_, access)),

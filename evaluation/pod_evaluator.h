@@ -40,6 +40,11 @@ class PodEvaluator {
   // taken with `access` (kSkipWhenBusy on the request path).
   PodEvaluator(const policies::PodRequirements& pod, std::shared_ptr<const policies::Preset> preset,
                EvaluationCache& cache, CacheAccess access = CacheAccess::kWait);
+  // The same, with the pod shape's id already known (a TableShape's, which is what
+  // cache.ShapeId(pod, preset) gives): the pod shapes' lock, which every cycle takes, is not
+  // taken.
+  PodEvaluator(const policies::PodRequirements& pod, std::shared_ptr<const policies::Preset> preset,
+               EvaluationCache& cache, uint64_t shape_id, CacheAccess access = CacheAccess::kWait);
 
   // Threads that may run a cycle's searches beside the caller's (EvaluateAt's sweep of a new
   // table, when it has at least kHelpedSearches to make), kSearchChunk at a time.

@@ -584,6 +584,7 @@ TEST(ShapeTableTest, RefreshEvaluatesChangedNodesSoTheNextCycleOnlyReads) {
   ASSERT_EQ(shapes.size(), 1u);
   EXPECT_EQ(shapes[0].pod.gpus, 4);
   EXPECT_EQ(shapes[0].preset, cluster.shared_preset());
+  EXPECT_EQ(shapes[0].shape_id, cache.ShapeId(req, cluster.shared_preset()));
 
   // Two nodes change, then the table is refreshed: exactly those two are evaluated.
   cluster.Add(MakePod().Name("a").Gpus(2).OnNode("n3").Assigned("0,1").Obj());
@@ -660,9 +661,13 @@ TEST(ShapeTableTest, RefreshEvaluatesChangedNodesOfTheTablesGroupWithItsGpus) {
   cluster.Add(replica("web-2", 1).OnNode("n3").Assigned("2").Obj());
   cluster.Add(MakePod().Name("other").Gpus(1).Group("batch").OnNode("n1").Assigned("5").Obj());
   snapshot = cluster.state().Snapshot();
-  PodEvaluator group_refresher(group_table->pod, group_table->preset, cache);
+  // Both tables are of the pod's shape; the refresh names it by id, as CachedEvaluations does.
+  const uint64_t shape_id = cache.ShapeId(req, cluster.shared_preset());
+  EXPECT_EQ(group_table->shape_id, shape_id);
+  EXPECT_EQ(base_table->shape_id, shape_id);
+  PodEvaluator group_refresher(group_table->pod, group_table->preset, cache, shape_id);
   EXPECT_EQ(group_refresher.RefreshTable(*group_table->table, *snapshot), 2u) << "n1 and n3";
-  PodEvaluator base_refresher(base_table->pod, base_table->preset, cache);
+  PodEvaluator base_refresher(base_table->pod, base_table->preset, cache, shape_id);
   EXPECT_EQ(base_refresher.RefreshTable(*base_table->table, *snapshot), 2u) << "n1 and n3";
 
   PodEvaluator next(req, cluster.shared_preset(), cache);
