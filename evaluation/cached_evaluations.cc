@@ -102,9 +102,16 @@ void CachedEvaluations::Remember(const EvaluationQuery& query, uint64_t shape_id
     }
   }
   if (dropped == nullptr) return;
+  const size_t capacity = dropped->CapacityBytes();
+  if (capacity > kMaxSpareBytes || capacity > 2 * dropped->UsedBytes()) return;
   dropped->lease = EvaluationLease();  // may free evaluations
   MutexLock lock(calls_mutex_);
   if (spare_ == nullptr) spare_ = std::move(dropped);
+}
+
+size_t CachedEvaluations::SpareBytes() const {
+  MutexLock lock(calls_mutex_);
+  return spare_ == nullptr ? 0 : spare_->CapacityBytes();
 }
 
 Evaluations CachedEvaluations::Evaluate(const EvaluationQuery& query) {

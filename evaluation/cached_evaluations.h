@@ -46,12 +46,18 @@ class CachedEvaluations final : public EvaluationSource {
   uint64_t Refresh(const std::shared_ptr<const policies::ClusterSnapshot>& snapshot) override;
 
   static constexpr size_t kRecentCalls = 8;  // pods whose last answers are kept (schedulers)
+  // A dropped call is kept as the spare only when its buffers hold at most this many bytes and
+  // at most twice what it used: one huge request, or a large buffer refilled by a small call,
+  // does not stay allocated.
+  static constexpr size_t kMaxSpareBytes = 8u << 20;
 
   // Allocates the node-answer cache's arrays now rather than on the request path
   // (EvaluationCache::ReserveAnswerArrays): for a server, before it serves.
   void ReserveAnswerArrays() { cache_.ReserveAnswerArrays(); }
 
   EvaluationCache& cache() { return cache_; }  // for metrics, tests and benchmarks
+  // Bytes held by the spare recent call's buffers (see spare_); for tests.
+  size_t SpareBytes() const;
 
  private:
   // One call's answers, for the same pod's next call.
@@ -70,6 +76,16 @@ class CachedEvaluations final : public EvaluationSource {
       const uint32_t begin = i == 0 ? 0 : ends[i - 1];
       return std::string_view(names).substr(begin, ends[i] - begin);
     }
+    // Bytes its buffers hold, and those its candidates use.
+    size_t CapacityBytes() const {
+      return names.capacity() + ends.capacity() * sizeof(uint32_t) +
+             positions.capacity() * sizeof(size_t) +
+             per_node.capacity() * sizeof(policies::EvaluationRef);
+    }
+    size_t UsedBytes() const {
+      return names.size() + ends.size() * sizeof(uint32_t) + positions.size() * sizeof(size_t) +
+             per_node.size() * sizeof(policies::EvaluationRef);
+    }
   };
   // The answers of `query`'s pod's last call when they answer it too (see above).
   bool Reuse(const EvaluationQuery& query, uint64_t shape_id, Evaluations& out) const;
@@ -80,8 +96,9 @@ class CachedEvaluations final : public EvaluationSource {
 
   mutable Mutex calls_mutex_;
   std::deque<std::shared_ptr<RecentCall>> calls_ GPUTOPO_GUARDED_BY(calls_mutex_);  // newest last
-  // The last call dropped from calls_ that nothing else held, emptied: the next Remember fills
-  // its buffers (at 5000 nodes about 260 KB) instead of allocating and faulting in new ones.
+  // The last call dropped from calls_ that nothing else held (and not too large, see
+  // kMaxSpareBytes), emptied: the next Remember fills its buffers (at 5000 nodes about 260 KB)
+  // instead of allocating and faulting in new ones.
   std::shared_ptr<RecentCall> spare_ GPUTOPO_GUARDED_BY(calls_mutex_);
 
   // Refresh's own (one Refresh at a time): the snapshot it last refreshed against, and for each

@@ -282,6 +282,27 @@ TEST_F(ReuseTest, ARefilledCallAnswersForItsNewPodOnly) {
   }
 }
 
+// The buffers of a dropped call are kept for the next one only when they are not too large, for
+// the call and in all: one huge request's names do not stay allocated.
+TEST_F(ReuseTest, OnlyModestBuffersAreKeptForTheNextCall) {
+  const PodRequirements req = *RequirementsOf(MakePod().Name("p").Gpus(1).Obj());
+  int pods = 0;
+  auto small_calls = [&](size_t n) {
+    for (size_t i = 0; i < n; ++i) (void)Ask(req, {"n0"}, "ml/s" + std::to_string(++pods) + "/1");
+  };
+  // Candidates' names are kept as asked, known or not.
+  (void)Ask(req, {"n0", std::string(CachedEvaluations::kMaxSpareBytes + 1, 'x')}, "ml/huge/1");
+  small_calls(CachedEvaluations::kRecentCalls);  // the huge call is dropped: too large to keep
+  EXPECT_LT(cached_.SpareBytes(), 1024u);
+  (void)Ask(req, {"n0", std::string(1 << 20, 'y')}, "ml/large/1");
+  small_calls(CachedEvaluations::kRecentCalls);  // dropped, and kept: its buffers are in use
+  EXPECT_GE(cached_.SpareBytes(), 1u << 20);
+  // The next call refills it with one name; once that call is dropped in turn, its buffers are
+  // mostly unused and are not kept.
+  small_calls(CachedEvaluations::kRecentCalls + 1);
+  EXPECT_LT(cached_.SpareBytes(), 1024u);
+}
+
 TEST(PlainEvaluationsTest, EvaluatesEveryKnownNodeEveryTime) {
   TestCluster cluster;
   cluster.Add(MakeNode().Name("a").Profile("dgx1").Replicas(2).Allocatable(16).Obj());
