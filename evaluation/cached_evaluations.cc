@@ -144,7 +144,7 @@ uint64_t CachedEvaluations::Refresh(
   uint64_t evaluated = 0;
   std::vector<std::pair<std::shared_ptr<ShapeTable>, uint64_t>> synced;
   for (const EvaluationCache::TableShape& shape : cache_.RefreshableShapes()) {
-    PodEvaluator evaluator(shape.pod, shape.preset, cache_, shape.shape_id);
+    PodEvaluator evaluator(*shape.pod, shape.preset, cache_, shape.shape_id);
     const auto it = std::find_if(synced_.begin(), synced_.end(),
                                  [&](const auto& entry) { return entry.first == shape.table; });
     const bool current =

@@ -213,26 +213,13 @@ std::shared_ptr<ShapeTable> EvaluationCache::Table(uint64_t shape_id, const PodR
 }
 
 std::vector<EvaluationCache::TableShape> EvaluationCache::RefreshableShapes() const {
-  struct Recent {
-    std::shared_ptr<ShapeTable> table;
-    std::shared_ptr<const PodRequirements> pod;
-    std::shared_ptr<const Preset> preset;
-    uint64_t shape_id;
-  };
-  std::vector<Recent> recent;
-  recent.reserve(kShapeTables);  // allocated before the lock
-  {
-    MutexLock lock(shapes_mutex_);
-    for (const TableEntry& entry : tables_) {
-      if (uses_ - entry.last_used < kRecentUses) {
-        recent.push_back({entry.table, entry.pod, entry.preset, entry.shape_id});
-      }
-    }
-  }
   std::vector<TableShape> out;
-  out.reserve(recent.size());
-  for (Recent& r : recent) {
-    out.push_back({std::move(r.table), *r.pod, std::move(r.preset), r.shape_id});
+  out.reserve(kShapeTables);  // allocated before the lock
+  MutexLock lock(shapes_mutex_);
+  for (const TableEntry& entry : tables_) {
+    if (uses_ - entry.last_used < kRecentUses) {
+      out.push_back({entry.table, entry.pod, entry.preset, entry.shape_id});
+    }
   }
   return out;
 }

@@ -198,13 +198,14 @@ class EvaluationCache {
   // PodEvaluator made from one (with this cache and its shape_id) brings its table up to date
   // with PodEvaluator::RefreshTable. Tables no pod has asked about lately are left to the next
   // cycle that needs them. The pod shapes' lock, which every cycle takes too, is held only to
-  // copy pointers: the requirements are copied after it.
+  // copy pointers.
   static constexpr uint64_t kRecentUses = 64;
   struct TableShape {
     std::shared_ptr<ShapeTable> table;
-    policies::PodRequirements pod;  // of the table's group (TableGroup); empty for a base table
+    // Of the table's group (TableGroup); empty for a base table. Never null.
+    std::shared_ptr<const policies::PodRequirements> pod;
     std::shared_ptr<const policies::Preset> preset;
-    uint64_t shape_id = 0;  // ShapeId(pod, preset)
+    uint64_t shape_id = 0;  // ShapeId(*pod, preset)
   };
   std::vector<TableShape> RefreshableShapes() const;
 

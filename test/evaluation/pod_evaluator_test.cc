@@ -580,9 +580,9 @@ TEST(ShapeTableTest, RefreshEvaluatesChangedNodesSoTheNextCycleOnlyReads) {
   }
   std::vector<EvaluationCache::TableShape> shapes = cache.RefreshableShapes();
   ASSERT_EQ(shapes.size(), 2u) << "the pod's group's table and the shape's base table";
-  std::erase_if(shapes, [&](const auto& shape) { return shape.pod.group != req.group; });
+  std::erase_if(shapes, [&](const auto& shape) { return shape.pod->group != req.group; });
   ASSERT_EQ(shapes.size(), 1u);
-  EXPECT_EQ(shapes[0].pod.gpus, 4);
+  EXPECT_EQ(shapes[0].pod->gpus, 4);
   EXPECT_EQ(shapes[0].preset, cluster.shared_preset());
   EXPECT_EQ(shapes[0].shape_id, cache.ShapeId(req, cluster.shared_preset()));
 
@@ -590,7 +590,7 @@ TEST(ShapeTableTest, RefreshEvaluatesChangedNodesSoTheNextCycleOnlyReads) {
   cluster.Add(MakePod().Name("a").Gpus(2).OnNode("n3").Assigned("0,1").Obj());
   cluster.Add(MakePod().Name("b").Gpus(1).OnNode("n8").Assigned("5").Obj());
   snapshot = cluster.state().Snapshot();
-  PodEvaluator refresher(shapes[0].pod, shapes[0].preset, cache);
+  PodEvaluator refresher(*shapes[0].pod, shapes[0].preset, cache);
   EXPECT_EQ(refresher.RefreshTable(*shapes[0].table, *snapshot), 2u);
   EXPECT_EQ(refresher.RefreshTable(*shapes[0].table, *snapshot), 0u) << "nothing changed since";
 
@@ -650,10 +650,10 @@ TEST(ShapeTableTest, RefreshEvaluatesChangedNodesOfTheTablesGroupWithItsGpus) {
   const std::vector<EvaluationCache::TableShape> shapes = cache.RefreshableShapes();
   ASSERT_EQ(shapes.size(), 2u) << "the group's table and the shape's base table";
   const auto group_table = std::find_if(shapes.begin(), shapes.end(), [&](const auto& shape) {
-    return shape.pod.group == req.group;
+    return shape.pod->group == req.group;
   });
   const auto base_table = std::find_if(shapes.begin(), shapes.end(),
-                                       [&](const auto& shape) { return shape.pod.group.empty(); });
+                                       [&](const auto& shape) { return shape.pod->group.empty(); });
   ASSERT_NE(group_table, shapes.end());
   ASSERT_NE(base_table, shapes.end());
 
@@ -665,9 +665,9 @@ TEST(ShapeTableTest, RefreshEvaluatesChangedNodesOfTheTablesGroupWithItsGpus) {
   const uint64_t shape_id = cache.ShapeId(req, cluster.shared_preset());
   EXPECT_EQ(group_table->shape_id, shape_id);
   EXPECT_EQ(base_table->shape_id, shape_id);
-  PodEvaluator group_refresher(group_table->pod, group_table->preset, cache, shape_id);
+  PodEvaluator group_refresher(*group_table->pod, group_table->preset, cache, shape_id);
   EXPECT_EQ(group_refresher.RefreshTable(*group_table->table, *snapshot), 2u) << "n1 and n3";
-  PodEvaluator base_refresher(base_table->pod, base_table->preset, cache, shape_id);
+  PodEvaluator base_refresher(*base_table->pod, base_table->preset, cache, shape_id);
   EXPECT_EQ(base_refresher.RefreshTable(*base_table->table, *snapshot), 2u) << "n1 and n3";
 
   PodEvaluator next(req, cluster.shared_preset(), cache);
@@ -720,7 +720,7 @@ TEST(ShapeTableTest, ANewGroupIsSeededFromTheBaseTable) {
   }
   // What the TableRefresher does next: the base table is filled in the background.
   for (const EvaluationCache::TableShape& shape : cache.RefreshableShapes()) {
-    PodEvaluator refresher(shape.pod, shape.preset, cache);
+    PodEvaluator refresher(*shape.pod, shape.preset, cache);
     (void)refresher.RefreshTable(*shape.table, *snapshot);
   }
   PodEvaluator first_batch(batch, cluster.shared_preset(), cache);
@@ -747,14 +747,14 @@ TEST(ShapeTableTest, OnlyRecentTablesAreRefreshable) {
   PodEvaluator shared(two, cluster.shared_preset(), cache);
   (void)shared.EvaluateAt(*snapshot, positions);
   ASSERT_EQ(cache.RefreshableShapes().size(), 2u);  // the group's table and the base table
-  for (const auto& shape : cache.RefreshableShapes()) EXPECT_EQ(shape.pod.gpus, 2);
+  for (const auto& shape : cache.RefreshableShapes()) EXPECT_EQ(shape.pod->gpus, 2);
   // Other shapes' lookups push it out of the recent ones (its table is kept).
   const PodRequirements one = *RequirementsOf(MakePod().Name("p").Gpus(1).Obj());
   for (uint64_t i = 0; i < EvaluationCache::kRecentUses; ++i) {
     PodEvaluator again(one, cluster.shared_preset(), cache);
     (void)again.EvaluateAt(*snapshot, positions);
   }
-  for (const auto& shape : cache.RefreshableShapes()) EXPECT_EQ(shape.pod.gpus, 1);
+  for (const auto& shape : cache.RefreshableShapes()) EXPECT_EQ(shape.pod->gpus, 1);
 }
 
 TEST(ShapeTableTest, ACycleKeepsItsEvaluationsAliveAfterTheCacheForgetsThem) {
