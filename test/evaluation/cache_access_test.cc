@@ -5,7 +5,6 @@
 // a pod's last call is refilled for another pod only when no cycle still reads it.
 #include <gtest/gtest.h>
 
-#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -13,6 +12,7 @@
 #include "evaluation/cached_evaluations.h"
 #include "evaluation/evaluation_cache.h"
 #include "test/support/builders.h"
+#include "test/support/held_answers_lock.h"
 #include "test/support/test_cluster.h"
 
 namespace gputopo::evaluation {
@@ -22,36 +22,20 @@ using policies::GpuMask;
 using policies::NodeEvaluation;
 using policies::PodRequirements;
 using policies::RequirementsOf;
+using testing::HeldAnswersLock;
 using testing::MakeNode;
 using testing::MakePod;
 using testing::TestCluster;
 
-// Holds `cache`'s node-answer lock on a thread of its own until destroyed, as a background
-// refresh preempted in the middle of an insert does.
-class HeldAnswersLock {
- public:
-  explicit HeldAnswersLock(EvaluationCache& cache) {
-    std::promise<void> held;
-    std::future<void> is_held = held.get_future();
-    std::future<void> released = release_.get_future();
-    thread_ = std::thread([&cache, &held, released = std::move(released)] {
-      EvaluationCache::AnswersLockHolder lock(cache);
-      held.set_value();
-      released.wait();
-    });
-    is_held.wait();
+// Adds `count` dgx1 nodes, n0 to n<count - 1>, to `cluster`; returns their names.
+std::vector<std::string> AddDgx1Nodes(TestCluster& cluster, int count) {
+  std::vector<std::string> names;
+  for (int i = 0; i < count; ++i) {
+    names.push_back("n" + std::to_string(i));
+    cluster.Add(MakeNode().Name(names.back()).Profile("dgx1").Replicas(2).Allocatable(16).Obj());
   }
-  ~HeldAnswersLock() {
-    release_.set_value();
-    thread_.join();
-  }
-  HeldAnswersLock(const HeldAnswersLock&) = delete;
-  HeldAnswersLock& operator=(const HeldAnswersLock&) = delete;
-
- private:
-  std::promise<void> release_;
-  std::thread thread_;
-};
+  return names;
+}
 
 // kSkipWhenBusy never waits for the lock (if it did, these calls would wait forever): a lookup
 // misses, MayHoldAnswers says no, answers are not kept, and each is counted.
@@ -97,11 +81,7 @@ TEST(EvaluationCacheTest, SkipWhenBusyNeverWaitsForTheNodeAnswersLock) {
 // preempted background refresh), a cycle still answers, exactly as evaluating every node does.
 TEST(EvaluationCacheTest, ACycleAnswersWhileTheNodeAnswersLockIsHeld) {
   TestCluster cluster;
-  std::vector<std::string> names;
-  for (int i = 0; i < 8; ++i) {
-    names.push_back("n" + std::to_string(i));
-    cluster.Add(MakeNode().Name(names.back()).Profile("dgx1").Replicas(2).Allocatable(16).Obj());
-  }
+  const std::vector<std::string> names = AddDgx1Nodes(cluster, 8);
   const std::vector<std::string_view> candidates(names.begin(), names.end());
   CachedEvaluations cached;
   const PodRequirements two = *RequirementsOf(MakePod().Name("p").Gpus(2).Obj());
@@ -137,11 +117,7 @@ TEST(EvaluationCacheTest, ACycleAnswersWhileTheNodeAnswersLockIsHeld) {
 // reported race: with Remember's count check removed, it was reported in each of four runs.
 TEST(CachedEvaluationsTest, CallsAreRefilledOnlyWhenNoReuseHoldsThem) {
   TestCluster cluster;
-  std::vector<std::string> names;
-  for (int i = 0; i < 48; ++i) {
-    names.push_back("n" + std::to_string(i));
-    cluster.Add(MakeNode().Name(names.back()).Profile("dgx1").Replicas(2).Allocatable(16).Obj());
-  }
+  const std::vector<std::string> names = AddDgx1Nodes(cluster, 48);
   const std::vector<std::string_view> all(names.begin(), names.end());
   const std::vector<std::string_view> some(all.begin() + 1, all.end());
   const auto snapshot = cluster.state().Snapshot();

@@ -5,12 +5,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <future>
 #include <memory>
-#include <thread>
 
 #include "evaluation/evaluation_cache.h"
 #include "test/support/builders.h"
+#include "test/support/held_answers_lock.h"
 #include "test/support/test_cluster.h"
 
 namespace gputopo::app {
@@ -42,17 +41,8 @@ TEST(MetricCollectorsTest, NodeAnswersReportTheCacheCounts) {
   ASSERT_EQ(cache.Find(*node, 1, shape, CacheAccess::kWait), nullptr);  // miss: other group GPUs
   {
     // A refresh holding the lock on another thread: the request path's lookup is skipped.
-    std::promise<void> held;
-    std::promise<void> release;
-    std::thread refresh([&] {
-      EvaluationCache::AnswersLockHolder lock(cache);
-      held.set_value();
-      release.get_future().wait();
-    });
-    held.get_future().wait();
+    testing::HeldAnswersLock held(cache);
     EXPECT_EQ(cache.Find(*node, 0, shape, CacheAccess::kSkipWhenBusy), nullptr);
-    release.set_value();
-    refresh.join();
   }
   const std::string after = metrics.Render();
   EXPECT_THAT(after, HasSubstr("gputopo_node_answer_lookups_total{result=\"hit\"} 1\n"));
