@@ -50,11 +50,18 @@ void ThreadPoolExecutor::Push(TimePoint due, Task task) {
 }
 
 void ThreadPoolExecutor::TakeIncomingLocked() {
-  Posted* newest_first = incoming_.exchange(nullptr, std::memory_order_acquire);
-  std::vector<std::unique_ptr<Posted>> taken;
-  for (Posted* p = newest_first; p != nullptr; p = p->next) taken.emplace_back(p);
-  for (auto it = taken.rbegin(); it != taken.rend(); ++it) {
-    queued_.emplace(std::make_pair((*it)->due, taken_++), std::move((*it)->task));
+  // The list is newest first: reversed in place, then queued in posting order.
+  Posted* oldest_first = nullptr;
+  for (Posted* p = incoming_.exchange(nullptr, std::memory_order_acquire); p != nullptr;) {
+    Posted* next = p->next;
+    p->next = oldest_first;
+    oldest_first = p;
+    p = next;
+  }
+  while (oldest_first != nullptr) {
+    std::unique_ptr<Posted> taken(oldest_first);
+    oldest_first = taken->next;
+    queued_.emplace(std::make_pair(taken->due, taken_++), std::move(taken->task));
   }
 }
 
