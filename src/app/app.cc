@@ -116,11 +116,11 @@ App::App(const AppOptions& options, const Clock& clock)
     : clock_(clock),
       grace_period_(options.server.http.grace_period),
       background_(kBackgroundThreads, &StartBackgroundThread),
-      evaluation_helpers_(EvaluationHelperThreads(options.evaluation_threads) > 0
-                              ? std::make_unique<service::ThreadPoolExecutor>(
-                                    EvaluationHelperThreads(options.evaluation_threads))
-                              : nullptr),
       evaluation_helper_threads_(EvaluationHelperThreads(options.evaluation_threads)),
+      evaluation_helpers_(
+          evaluation_helper_threads_ > 0
+              ? std::make_unique<service::ThreadPoolExecutor>(evaluation_helper_threads_)
+              : nullptr),
       evaluations_(
           evaluation::EvaluationHelpers{evaluation_helpers_.get(), evaluation_helper_threads_}) {}
 App::~App() { Stop(); }

@@ -122,10 +122,11 @@ class App {
   topology::ProfileCatalog profiles_{interner_};
   topology::TopologyResolver resolver_{profiles_, interner_};
   policies::PresetCatalog presets_;
+  // AppOptions::evaluation_threads with -1 resolved; before evaluation_helpers_, sized by it.
+  const int evaluation_helper_threads_;
   // At the request threads' priority (the searches of a cycle a request waits for); null when
   // there are none. Before evaluations_, which posts to it.
   std::unique_ptr<service::ThreadPoolExecutor> evaluation_helpers_;
-  const int evaluation_helper_threads_;
   // Before state_: the state tells the refresher of every snapshot, so both outlive it.
   evaluation::CachedEvaluations evaluations_;
   std::unique_ptr<service::TableRefresher> table_refresher_;
