@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Turns bench/results/* into plot data and bench/README.md. Numbers come only from the files
-the benchmarks wrote; nothing here is typed in.
+"""Turns bench/results/* into plot data and bench/README.md. The tables come only from the files
+the benchmarks wrote; the text around them, which reads them, is in TEMPLATE below: review it
+after a run. Measurements of single changes go in bench/HISTORY.md, which this never writes.
 
   render_readme.py plot-data DIR   writes DIR/curve_*.dat, DIR/curve_policies.txt, DIR/latency_*.dat
   render_readme.py readme DIR      prints bench/README.md
@@ -171,7 +172,7 @@ Last run: {date}, commit {commit}, {cpu} ({cores} cores).
 |---|---|---|
 | `placement_alibaba` | GPU allocation and fragmentation on Alibaba's GPU-sharing trace, FGD methodology | `build/release/bench/placement_alibaba --seeds 10` |
 | `placement_topology` | replica spread, NVLink/NUMA locality, stranded pods on DGX-1 / HGX H100 / PCIe clusters | `build/release/bench/placement_topology` |
-| `preemption_bench` | kube-scheduler's default preemption against gputopo's preempt verb on full DGX-1 / HGX H100 clusters: jobs admitted, pods evicted, wasted preemptions, NVLink locality, victim-selection time | `build/release/bench/preemption_bench --seeds 5` |
+| `preemption_bench` | kube-scheduler's default preemption against gputopo's preempt verb (`ChooseVictims`) on full DGX-1 / HGX H100 clusters: jobs admitted, pods evicted, wasted preemptions, NVLink locality, victim-selection time | `build/release/bench/preemption_bench --seeds 5` |
 | `latency_extender` | filter/prioritize/bind latency over loopback HTTP (p50/p99), resident memory | `build/release/bench/latency_extender --nodes 100,1000,5000` |
 | `scheduler_load` | pods/s of a kube-scheduler-shaped loop with gputopo and without an extender, bind and filter latency under load | `build/release/bench/scheduler_load --nodes 300,5000 --pods 2000` |
 | `micro_extender` | the request path without HTTP (Google Benchmark) | `build/release/bench/micro_extender` |
@@ -273,7 +274,17 @@ as it comes goes to the best-scoring node; otherwise:
 - *gputopo*: the same dry run's victims are the proposal; `ChooseVictims` (the `preemptVerb`) is
   called for every candidate node, the nodes it drops are dropped, and the node is picked by the
   same rule from the victims and PDB count it returned.
+- *gputopo + PDBs*: the same, with `ChooseVictims` given the budgets that count each node's
+  pods, as gputopo's PodDisruptionBudget watch gives them in live mode (docs/preemption.md).
 - *no preemption*: jobs only fit as they come (none does: the cluster is full).
+
+PodDisruptionBudgets: the low pods belong to 16 Deployments (round robin), and every other one
+has a budget of `maxUnavailable` 10% of its replicas (rounded up), which is where
+`disruptionsAllowed` starts. Each eviction of a pod a budget counts takes one from it (its
+replacement cannot run in the full cluster); an eviction that takes it below 0 *breaks a PDB*.
+The dry run counts PDBs as `SelectVictimsOnNode` does: pods whose eviction would violate are
+reprieved first, and NumPDBViolations is the violating victims left; *gputopo* gets that count
+with the proposal.
 
 Admitted jobs stay. Mean of 5 seeds, the same filled cluster and job sequence per seed for every
 mode. On a DGX-1 the whole machine is one NVLink island, so *all pairs NVLink* is the column that
@@ -326,7 +337,8 @@ change, for the shapes and spread groups of recent pods, so a steady cycle evalu
 nothing itself (`evaluated` on `/debug/pods`); prioritize reuses its filter's evaluations when
 nothing changed in between (kube-scheduler sends it for the same pod, with the nodes that
 passed); a cycle's bookkeeping for `/debug` and `/metrics` runs on another thread after the
-reply. Both background threads run in `SCHED_IDLE`, so they never take a CPU from a request.
+reply. Both background threads run at a low CPU priority (`SCHED_BATCH` at nice 10; rows
+measured before 2026-12-06 ran them in `SCHED_IDLE`, see HISTORY.md).
 Cold requests evaluate every node's GPU sets from scratch; they are what the first pod of a new
 shape costs. This machine has 2 vCPUs shared with other tenants: the load generator and
 gputopo's request thread share them, and repeated runs of the same build differ (the 100-node
@@ -417,6 +429,11 @@ the admissions.
 ```
 {micro}
 ```
+
+## Single changes, measured side by side
+
+Measurements of single changes, before and after on one machine in one session, are in
+[HISTORY.md](HISTORY.md), which `bench/run` does not rewrite.
 """
 
 

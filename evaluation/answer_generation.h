@@ -2,7 +2,7 @@
 // pod shape, group GPUs) to an evaluation, as one open-addressed array of fixed capacity (linear
 // probing, never more than half full). Storing an answer is one probe into that array and no
 // allocation; with a std::unordered_map, each answer cost a node allocation and dependent cache
-// misses, a fifth of a new pod shape's first cycle at 5000 nodes (bench/README.md).
+// misses, a fifth of a new pod shape's first cycle at 5000 nodes (bench/HISTORY.md).
 //
 // Thread safety: not thread-safe; EvaluationCache holds its lock around every call.
 #ifndef GPUTOPO_EVALUATION_ANSWER_GENERATION_H_

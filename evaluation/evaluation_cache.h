@@ -136,7 +136,7 @@ std::string EvaluationShape(const policies::PodRequirements& pod, const policies
 //   find it held are not kept. For the request path: the background refresh holds the lock for a
 //   moment at a time, but at a low CPU priority, and preempted while holding it, it may wait for
 //   the CPU for milliseconds (when it ran in SCHED_IDLE, cycles waited for it up to 450 ms on a
-//   loaded machine; bench/README.md, 2026-12-06). A miss costs one node's evaluation.
+//   loaded machine; bench/HISTORY.md, 2026-12-06). A miss costs one node's evaluation.
 enum class CacheAccess { kWait, kSkipWhenBusy };
 
 class EvaluationCache {

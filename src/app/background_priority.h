@@ -11,7 +11,7 @@
 // Not SCHED_IDLE: the background threads take locks that request threads take too (the decision
 // log, the evaluation cache's tables). A SCHED_IDLE thread preempted while holding one runs again
 // only once no other thread wants the CPU, and on a loaded machine request threads waited for it
-// for 0.15-1.5 s (bench/README.md, 2026-12-06). A niced thread's turn comes within a scheduling
+// for 0.15-1.5 s (bench/HISTORY.md, 2026-12-06). A niced thread's turn comes within a scheduling
 // period: waits of at most about 15 ms in the same runs.
 //
 // Thread safety: affects only the calling thread.

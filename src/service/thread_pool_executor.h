@@ -8,7 +8,7 @@
 // (src/app/background_priority.h), and request threads post to them (the DecisionRecorder's
 // commit task, the TableRefresher's refresh). A poster that needed a lock the pool's threads take
 // waited, on a loaded machine, whenever one of them was preempted holding it: 2-15 ms, until that
-// thread's next turn on the CPU (bench/README.md, 2026-12-06). A post is pushed onto a lock-free
+// thread's next turn on the CPU (bench/HISTORY.md, 2026-12-06). A post is pushed onto a lock-free
 // list, which a pool thread empties in one atomic exchange, and counted on a semaphore that
 // wakes one.
 //
