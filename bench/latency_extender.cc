@@ -34,6 +34,7 @@
 #include <thread>
 
 #include "bench/child_process.h"
+#include "src/app/allocator_tuning.h"
 #include "src/app/app.h"
 #include "src/app/system_clock.h"
 #include "src/codec/topology_document.h"
@@ -388,9 +389,8 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(cli, argc, argv);
   spdlog::set_level(spdlog::level::warn);
-  // As gputopo's main does (src/app/main.cc), so that the server in this process behaves alike.
-  mallopt(M_MMAP_THRESHOLD, 64 << 20);
-  mallopt(M_TRIM_THRESHOLD, 128 << 20);
+  // As gputopo's main does, so that the server in this process allocates alike.
+  app::TuneAllocator();
 
   const json templ = json::parse(ReadText(templ_path))["Nodes"]["items"][0];
   if (!rss_cluster.empty()) return RssMode(rss_cluster);

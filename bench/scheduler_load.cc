@@ -39,7 +39,6 @@
 // prioritize reused its filter's evaluations).
 #include <curl/curl.h>
 #include <httplib.h>
-#include <malloc.h>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -69,6 +68,7 @@
 #include <thread>
 #include <vector>
 
+#include "src/app/allocator_tuning.h"
 #include "src/app/app.h"
 #include "src/app/system_clock.h"
 #include "test/support/fake_api_server.h"
@@ -1173,9 +1173,8 @@ int Main(int argc, char** argv) {
   cli.add_option("--out", out, "directory for scheduler_load.md and .csv")->capture_default_str();
   CLI11_PARSE(cli, argc, argv);
   spdlog::set_level(spdlog::level::warn);
-  // As gputopo's main does (src/app/main.cc), so that the server in this process behaves alike.
-  mallopt(M_MMAP_THRESHOLD, 64 << 20);
-  mallopt(M_TRIM_THRESHOLD, 128 << 20);
+  // As gputopo's main does, so that the server in this process allocates alike.
+  app::TuneAllocator();
   curl_global_init(CURL_GLOBAL_DEFAULT);
 
   std::filesystem::create_directories(out);

@@ -28,6 +28,7 @@
 #include "src/agent/agent_server.h"
 #include "src/agent/enforce_mode.h"
 #include "src/agent/topology_discovery.h"
+#include "src/app/allocator_tuning.h"
 #include "src/app/app.h"
 #include "src/app/cli_checks.h"
 #include "src/app/demo.h"
@@ -238,18 +239,6 @@ std::string ReadFileOrEmpty(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-// glibc's default mmap threshold turns the request path's few large buffers (node lists,
-// replies: hundreds of KiB at thousands of nodes) into an mmap, page faults and a munmap per
-// request. Keep them on the heap instead.
-// Lane threads would each get an arena of their own, holding freed memory apart; a few arenas
-// keep allocation concurrent without multiplying what a burst leaves behind (malloc_trim after
-// large bodies returns the rest: ServerOptions::release_memory).
-void TuneAllocator() {
-  mallopt(M_MMAP_THRESHOLD, 64 << 20);
-  mallopt(M_TRIM_THRESHOLD, 128 << 20);
-  mallopt(M_ARENA_MAX, 4);
 }
 
 int Main(int argc, char** argv) {
