@@ -10,9 +10,10 @@
 //   the background refresh. The main arena grows with brk, kTopPad at a time. With glibc's
 //   arenas (4, as before, or its default of 8 per core), the first steady cycles after new pod
 //   shapes (while the background refresh fills their tables) took 2-5 ms instead of under 1, and
-//   the slow tail of the rest grew too. The price: one lock for every thread's allocations. A
-//   steady cycle's median was 3-14% slower in three of four paired runs, a new pod shape's
-//   14-38% (bench/HISTORY.md, 2026-12-07).
+//   the slow tail of the rest grew too. The price: one lock for every thread's allocations. In
+//   one series (settings switched by GLIBC_TUNABLES) a steady cycle's median was 3-14% slower in
+//   three of four paired runs and a new pod shape's 14-38%; built binaries side by side showed
+//   neither (bench/HISTORY.md, 2026-12-07).
 // - Freed memory goes back only past kTrimThreshold on its own; after a burst of large bodies the
 //   server calls malloc_trim (ServerOptions::release_memory), which returns the pad as well.
 //
