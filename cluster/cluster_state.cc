@@ -170,7 +170,7 @@ void ClusterState::RemoveNode(std::string_view name) {
   claimed_nodes_.erase(std::string(name));
   // Pods bound to it stay in the pod table: they are the API server's to delete.
   auto index = std::make_shared<NodeIndex>();
-  std::vector<std::shared_ptr<const NodeState>> states;
+  policies::NodeStateList states;
   std::vector<NodeSummary> summaries;
   for (size_t i = 0; i < node_states_.size(); ++i) {
     if (node_states_[i]->name() == name) continue;
@@ -438,7 +438,7 @@ void ClusterState::RebuildNodeLocked(const std::string& name) {
     claimed_nodes_.insert(name);
   }
   summaries_[index_it->second] = {state->version(), state->group_filter()};
-  node_states_[index_it->second] = std::move(state);
+  node_states_.Set(index_it->second, std::move(state));
 }
 
 void ClusterState::SetIndexLocked(std::shared_ptr<const NodeIndex> index) {
@@ -468,8 +468,8 @@ void ClusterState::PublishLocked() {
     if (auto it = index_->find(name); it != index_->end()) claimed.push_back(it->second);
   }
   std::sort(claimed.begin(), claimed.end());
-  auto snapshot = std::make_shared<const ClusterSnapshot>(++generation_, node_states_, summaries_,
-                                                          flat_index_, std::move(claimed));
+  auto snapshot = std::make_shared<const ClusterSnapshot>(
+      ++generation_, node_states_.Share(), summaries_, flat_index_, std::move(claimed));
   if (on_publish_) on_publish_(snapshot);
   MutexLock lock(snapshot_mutex_);
   snapshot_ = std::move(snapshot);

@@ -48,6 +48,7 @@
 #include "gputopo/status.h"
 #include "policies/state/cluster_snapshot.h"
 #include "policies/state/node_state.h"
+#include "policies/state/node_state_list.h"
 #include "topology/topology_resolver.h"
 
 namespace gputopo::cluster {
@@ -199,7 +200,7 @@ class ClusterState {
   // Per node: the summed CPU and memory of its host_pods_.
   std::map<std::string, std::pair<int64_t, int64_t>, std::less<>> host_use_
       GPUTOPO_GUARDED_BY(mutex_);
-  std::vector<std::shared_ptr<const policies::NodeState>> node_states_ GPUTOPO_GUARDED_BY(mutex_);
+  policies::NodeStateList node_states_ GPUTOPO_GUARDED_BY(mutex_);
   // One preempt call's choice for a pod: the GPU labels on each node it kept. `sequence` tells
   // the call apart from the pod's earlier ones in offer_order_.
   struct Offer {

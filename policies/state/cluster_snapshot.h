@@ -15,6 +15,7 @@
 #include "policies/state/group_filter.h"
 #include "policies/state/name_index.h"
 #include "policies/state/node_state.h"
+#include "policies/state/node_state_list.h"
 
 namespace gputopo::policies {
 
@@ -35,9 +36,8 @@ class ClusterSnapshot {
   // summaries[i] describes nodes[i]; index maps each node's name to its position. `claimed`
   // lists, in increasing order, the positions of the nodes with nominated pods' claims
   // (NodeState::nominees() not empty).
-  ClusterSnapshot(uint64_t generation, std::vector<std::shared_ptr<const NodeState>> nodes,
-                  std::vector<NodeSummary> summaries, std::shared_ptr<const FlatNameIndex> index,
-                  std::vector<size_t> claimed = {})
+  ClusterSnapshot(uint64_t generation, NodeStateList nodes, std::vector<NodeSummary> summaries,
+                  std::shared_ptr<const FlatNameIndex> index, std::vector<size_t> claimed = {})
       : generation_(generation),
         nodes_(std::move(nodes)),
         summaries_(std::move(summaries)),
@@ -62,7 +62,7 @@ class ClusterSnapshot {
     return i == kNotFound ? nullptr : nodes_[i];
   }
   // Nodes in the order they were added.
-  const std::vector<std::shared_ptr<const NodeState>>& nodes() const { return nodes_; }
+  const NodeStateList& nodes() const { return nodes_; }
   size_t node_count() const { return nodes_.size(); }
   const NodeSummary& summary(size_t position) const { return summaries_[position]; }
   // Positions stay valid for as long as the index object is the same one.
@@ -74,7 +74,7 @@ class ClusterSnapshot {
 
  private:
   uint64_t generation_;
-  std::vector<std::shared_ptr<const NodeState>> nodes_;
+  NodeStateList nodes_;
   std::vector<NodeSummary> summaries_;          // parallel to nodes_
   std::shared_ptr<const FlatNameIndex> index_;  // name -> position in nodes_
   std::vector<size_t> claimed_;
