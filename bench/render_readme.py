@@ -351,7 +351,10 @@ kube-scheduler's shape, against the fake API server of the tests with a 10 ms la
 write request (an etcd commit; `--write-latency-ms`): one scheduling loop filters and then
 prioritizes each pending pod over every node (`NodeNames`, `nodeCacheCapable: true`), takes the
 highest score (ties at random) and hands the bind to a worker, at most 64 in flight; requests to
-gputopo go over keep-alive connections kept as Go's transport keeps them (25 idle at most).
+gputopo go over keep-alive connections kept as Go's transport keeps them (25 idle at most),
+written and read much as it does: the request in one write, the reply in reads of up to 64 KiB, no
+readiness poll before each (`keep_alive_connection.h`; cpp-httplib's client read 4 KiB at a time
+with a poll before each read, and its system calls were charged to gputopo).
 *No extender* is the same loop choosing nodes itself (round-robin over nodes with free GPU slots,
 tracked locally) and posting the Binding to the API server from the same 64 workers, so the
 ratio is what gputopo costs the loop. 8-GPU nodes (HGX H100 and DGX-1 profiles, 4 replicas each)

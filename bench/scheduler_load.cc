@@ -11,7 +11,9 @@
 // assumes the pod and hands the bind to a goroutine, and moves on at once. Here up to
 // --bind-workers binds are in flight (beyond that the loop waits for one to finish). Requests to
 // the extender use keep-alive connections kept as Go's http.Transport keeps them: a request takes
-// an idle connection or opens a new one, and at most --idle-connections stay open when idle.
+// an idle connection or opens a new one, and at most --idle-connections stay open when idle. They
+// read and write as Go's transport does (bench/keep_alive_connection.h), so that the client's own
+// system calls are not charged to the server.
 //
 // Without an extender the same loop picks the node itself, round-robin over the nodes whose GPUs
 // have room (tracked locally, as kube-scheduler's cache would), and its workers create the
@@ -68,6 +70,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/keep_alive_connection.h"
 #include "src/app/allocator_tuning.h"
 #include "src/app/app.h"
 #include "src/app/system_clock.h"
@@ -425,44 +428,39 @@ class ConnectionPool {
  public:
   ConnectionPool(int port, size_t max_idle) : port_(port), max_idle_(max_idle) {}
 
-  std::unique_ptr<httplib::Client> Take() {
+  std::unique_ptr<KeepAliveConnection> Take() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!idle_.empty()) {
-        std::unique_ptr<httplib::Client> client = std::move(idle_.back());
+        std::unique_ptr<KeepAliveConnection> connection = std::move(idle_.back());
         idle_.pop_back();
-        return client;
+        return connection;
       }
       ++opened_;
     }
-    auto client = std::make_unique<httplib::Client>("127.0.0.1", port_);
-    client->set_keep_alive(true);
-    client->set_tcp_nodelay(true);
-    client->set_read_timeout(120, 0);
-    client->set_write_timeout(120, 0);
-    return client;
+    return std::make_unique<KeepAliveConnection>(port_);
   }
 
-  void Give(std::unique_ptr<httplib::Client> client) {
+  void Give(std::unique_ptr<KeepAliveConnection> connection) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (idle_.size() < max_idle_) {
-        idle_.push_back(std::move(client));
+        idle_.push_back(std::move(connection));
         return;
       }
     }
-    client.reset();  // closes the connection, outside the lock
+    connection.reset();  // closes the connection, outside the lock
   }
 
   // Opens `count` connections (one GET `path` each) and keeps them idle, as a long-running
   // client has them.
   void Warm(size_t count, const std::string& path) {
-    std::vector<std::unique_ptr<httplib::Client>> clients;
+    std::vector<std::unique_ptr<KeepAliveConnection>> connections;
     for (size_t i = 0; i < count; ++i) {
-      clients.push_back(Take());
-      (void)clients.back()->Get(path);
+      connections.push_back(Take());
+      (void)connections.back()->Get(path);
     }
-    for (auto& client : clients) Give(std::move(client));
+    for (auto& connection : connections) Give(std::move(connection));
   }
 
   // Connections opened so far.
@@ -475,21 +473,28 @@ class ConnectionPool {
   const int port_;
   const size_t max_idle_;
   mutable std::mutex mu_;
-  std::vector<std::unique_ptr<httplib::Client>> idle_;  // GUARDED_BY(mu_)
-  size_t opened_ = 0;                                   // GUARDED_BY(mu_)
+  std::vector<std::unique_ptr<KeepAliveConnection>> idle_;  // GUARDED_BY(mu_)
+  size_t opened_ = 0;                                       // GUARDED_BY(mu_)
 };
 
-httplib::Result Post(ConnectionPool& pool, const std::string& path, const std::string& body) {
-  std::unique_ptr<httplib::Client> client = pool.Take();
-  httplib::Result res = client->Post(path, body, "application/json");
-  pool.Give(std::move(client));
-  return res;
+std::optional<HttpReply> Post(ConnectionPool& pool, const std::string& path,
+                              const std::string& body) {
+  std::unique_ptr<KeepAliveConnection> connection = pool.Take();
+  std::optional<HttpReply> reply = connection->Post(path, body);
+  pool.Give(std::move(connection));
+  return reply;
 }
 
-double ServerTimingMs(const httplib::Result& res) {
-  const std::string header = res->get_header_value("Server-Timing");
-  const size_t pos = header.find("dur=");
-  return pos == std::string::npos ? 0.0 : std::stod(header.substr(pos + 4));
+std::optional<HttpReply> Get(ConnectionPool& pool, const std::string& path) {
+  std::unique_ptr<KeepAliveConnection> connection = pool.Take();
+  std::optional<HttpReply> reply = connection->Get(path);
+  pool.Give(std::move(connection));
+  return reply;
+}
+
+double ServerTimingMs(const HttpReply& reply) {
+  const size_t pos = reply.server_timing.find("dur=");
+  return pos == std::string::npos ? 0.0 : std::stod(reply.server_timing.substr(pos + 4));
 }
 
 // The pods' watch kube-scheduler's informer holds, read and counted. Stop the API server (which
@@ -801,7 +806,7 @@ RunResult RunWithoutExtender(const Cluster& c, const Flags& flags) {
             {"uid", uids[static_cast<size_t>(job.pod)]}}},
           {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", job.node}}}};
       const auto t0 = SteadyClock::now();
-      httplib::Result res =
+      std::optional<HttpReply> res =
           Post(api, std::string("/api/v1/namespaces/") + kNamespace + "/pods/" + name + "/binding",
                binding.dump());
       const auto t1 = SteadyClock::now();
@@ -875,9 +880,7 @@ int OverfullGpus(const testing::FakeApiServer& server) {
 
 // gputopo_events_total by outcome, from gputopo's /metrics ("posted 123, dropped 4").
 std::string EventCounts(ConnectionPool& pool) {
-  std::unique_ptr<httplib::Client> client = pool.Take();
-  httplib::Result res = client->Get("/metrics");
-  pool.Give(std::move(client));
+  std::optional<HttpReply> res = Get(pool, "/metrics");
   if (!res) return "?";
   std::string out;
   std::istringstream in(res->body);
@@ -975,14 +978,14 @@ RunResult RunWithGputopo(const Cluster& c, const Flags& flags) {
     }
     const std::string filter_body = ArgsBody(pod_text, names);
     const auto t2 = SteadyClock::now();
-    httplib::Result filtered = Post(extender, "/filter", filter_body);
+    std::optional<HttpReply> filtered = Post(extender, "/filter", filter_body);
     const auto t3 = SteadyClock::now();
     into.loop_own_ms += Ms(t2 - t1);
     into.loop_filter_ms += Ms(t3 - t2);
     std::optional<std::string_view> passed;
     if (filtered && filtered->status == 200) {
       into.filter_ms.push_back(Ms(t3 - t2));
-      into.filter_server_ms.push_back(ServerTimingMs(filtered));
+      into.filter_server_ms.push_back(ServerTimingMs(*filtered));
       passed = PassedNames(filtered->body);
     }
     if (!passed) return "";
@@ -995,13 +998,13 @@ RunResult RunWithGputopo(const Cluster& c, const Flags& flags) {
     }
     const std::string prioritize_body = ArgsBody(pod_text, *passed);
     const auto t4 = SteadyClock::now();
-    httplib::Result scored = Post(extender, "/prioritize", prioritize_body);
+    std::optional<HttpReply> scored = Post(extender, "/prioritize", prioritize_body);
     const auto t5 = SteadyClock::now();
     into.loop_own_ms += Ms(t4 - t3);
     into.loop_prioritize_ms += Ms(t5 - t4);
     if (!scored || scored->status != 200) return "";
     into.prioritize_ms.push_back(Ms(t5 - t4));
-    into.prioritize_server_ms.push_back(ServerTimingMs(scored));
+    into.prioritize_server_ms.push_back(ServerTimingMs(*scored));
     std::string best = BestHost(scored->body, rng);
     into.loop_own_ms += Ms(SteadyClock::now() - t5);
     return best;
@@ -1032,7 +1035,7 @@ RunResult RunWithGputopo(const Cluster& c, const Flags& flags) {
                          {"PodUID", uids[static_cast<size_t>(job.pod)]},
                          {"Node", job.node}};
       const auto t0 = SteadyClock::now();
-      httplib::Result res = Post(extender, "/bind", bind.dump());
+      std::optional<HttpReply> res = Post(extender, "/bind", bind.dump());
       const auto t1 = SteadyClock::now();
       const bool ok = res && res->status == 200 &&
                       json::parse(res->body, nullptr, false).value("Error", "x").empty();
@@ -1087,10 +1090,9 @@ RunResult RunWithGputopo(const Cluster& c, const Flags& flags) {
   r.events = EventCounts(extender);
   for (size_t i = c.backlog.size() - std::min(c.backlog.size(), size_t{kDebugSamples});
        i < c.backlog.size(); ++i) {
-    std::unique_ptr<httplib::Client> client = extender.Take();
-    httplib::Result res = client->Get(std::string("/debug/pods/") + kNamespace + "/" +
-                                      c.backlog[i]["metadata"]["name"].get<std::string>());
-    extender.Give(std::move(client));
+    std::optional<HttpReply> res =
+        Get(extender, std::string("/debug/pods/") + kNamespace + "/" +
+                          c.backlog[i]["metadata"]["name"].get<std::string>());
     if (!res || res->status != 200) continue;
     const json pod = json::parse(res->body, nullptr, false);
     if (!pod.contains("filter")) continue;
