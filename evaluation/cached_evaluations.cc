@@ -135,11 +135,8 @@ uint64_t CachedEvaluations::Refresh(
   const bool comparable =
       last_refreshed_ != nullptr && last_refreshed_->name_index() == snapshot->name_index();
   if (comparable) {
-    for (size_t position = 0; position < snapshot->nodes().size(); ++position) {
-      if (snapshot->nodes()[position] != last_refreshed_->nodes()[position]) {
-        changed.push_back(position);
-      }
-    }
+    snapshot->nodes().ForEachDifference(last_refreshed_->nodes(),
+                                        [&](size_t position) { changed.push_back(position); });
   }
   uint64_t evaluated = 0;
   std::vector<std::pair<std::shared_ptr<ShapeTable>, uint64_t>> synced;

@@ -11,6 +11,7 @@
 #ifndef GPUTOPO_POLICIES_STATE_NODE_STATE_LIST_H_
 #define GPUTOPO_POLICIES_STATE_NODE_STATE_LIST_H_
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <iterator>
@@ -66,6 +67,22 @@ class NodeStateList {
       slot.shared = false;
     }
     (*slot.chunk)[position % kChunkSize] = std::move(state);
+  }
+
+  // Calls fn(position) for each position whose element differs from `other`'s (compared as
+  // pointers), in increasing order, skipping the chunks the two lists share. Precondition:
+  // other.size() == size().
+  template <typename Fn>
+  void ForEachDifference(const NodeStateList& other, Fn&& fn) const {
+    for (size_t c = 0; c < chunks_.size(); ++c) {
+      const Chunk& mine = *chunks_[c].chunk;
+      const Chunk& theirs = *other.chunks_[c].chunk;
+      if (&mine == &theirs) continue;
+      const size_t end = std::min(kChunkSize, size_ - c * kChunkSize);
+      for (size_t i = 0; i < end; ++i) {
+        if (mine[i] != theirs[i]) fn(c * kChunkSize + i);
+      }
+    }
   }
 
   void clear() {

@@ -48,6 +48,13 @@ TEST(NodeStateListTest, ASharedListKeepsItsElementsWhileTheSourceChanges) {
   EXPECT_EQ(second[kNodes - 1]->name(), "n-last");
   EXPECT_EQ(list[kNodes]->name(), "n-new");
 
+  std::vector<size_t> differences;
+  second.ForEachDifference(first, [&](size_t position) { differences.push_back(position); });
+  EXPECT_EQ(differences, (std::vector<size_t>{changed, kNodes - 1}));
+  differences.clear();
+  second.ForEachDifference(second, [&](size_t position) { differences.push_back(position); });
+  EXPECT_TRUE(differences.empty());
+
   size_t iterated = 0;
   for (const std::shared_ptr<const NodeState>& state : second) {
     EXPECT_EQ(state, second[iterated]);
