@@ -373,11 +373,11 @@ with `--filter-decides`: a GPU pod's filter passes its best node alone, so every
 round trip (docs/scoring.md, "Filter decides"); they are measured against the same run without
 an extender as the row above them.
 
-The loop without an extender does no filtering or scoring of its own, so its rate is the bind
-pipeline's: 64 binds of at least 10 ms in flight, at most 6400 pods/s, 0.156 ms per pod. Binds
-overlap the next cycles, so a ratio of 0.9 needs one pod's filter and prioritize together, HTTP
-included, within 0.174 ms (0.156 / 0.9); the latency section above has each of them at a few
-tenths of a millisecond end-to-end.
+The loop without an extender spends kube-scheduler's own cycle (3.3 ms) and hands each bind to
+a worker: about 3.47 ms per pod, 288 pods/s. Its 64 binds of at least 10 ms in flight would
+allow 6400 pods/s, so binds do not limit it. A ratio of 0.9 leaves gputopo about 0.39 ms per pod
+(3.47 / 0.9 - 3.47) for filter and prioritize together: handlers, HTTP, and the generator's
+handling of the bodies.
 
 {scheduler_load}
 
