@@ -16,6 +16,18 @@ void StoreInfo(PodInfo& stored, const PodInfo& pod) {
   stored.labels = LabelSet();
 }
 
+// Whether an update of a pod changes nothing that the cache derives from it: it differs from
+// the pod as stored only in its resourceVersion, its labels (not kept), or a phase that stays
+// non-terminal. Every other field, present or future, counts (PodInfo's operator==).
+bool ChangesNothingKept(const PodInfo& stored, const PodInfo& update) {
+  if (stored.IsTerminal() || update.IsTerminal()) return false;
+  PodInfo comparable = update;
+  comparable.resource_version = stored.resource_version;
+  comparable.labels = stored.labels;
+  comparable.phase = stored.phase;
+  return comparable == stored;
+}
+
 }  // namespace
 
 using policies::ClusterSnapshot;
@@ -186,9 +198,9 @@ void ClusterState::RemoveNode(std::string_view name) {
 
 bool ClusterState::UpsertPod(const PodInfo& pod) {
   MutexLock lock(mutex_);
-  const bool new_mismatch = PutPodLocked(pod);
-  PublishLocked();
-  return new_mismatch;
+  const PutResult result = PutPodLocked(pod);
+  if (result.changed) PublishLocked();
+  return result.new_mismatch;
 }
 
 void ClusterState::RemovePod(std::string_view uid) {
@@ -206,24 +218,26 @@ void ClusterState::RemovePod(std::string_view uid) {
   PublishLocked();
 }
 
-bool ClusterState::PutPodLocked(const PodInfo& pod) {
+ClusterState::PutResult ClusterState::PutPodLocked(const PodInfo& pod) {
   auto it = pods_.find(pod.uid);
   if (!pod.node_name.empty() || pod.HoldsNothing()) offers_.erase(pod.uid);  // no claim to come
   if (pod.gpu_request <= 0 || pod.HoldsNothing()) {
+    bool changed = false;
     if (it != pods_.end()) {
       DetachPodLocked(it->second);
       pods_.erase(it);
+      changed = true;
     }
     HostPod host;
     if (!pod.HoldsNothing() && !pod.node_name.empty() &&
         (pod.cpu_request_milli > 0 || pod.memory_request_bytes > 0)) {
       host = {pod.node_name, pod.cpu_request_milli, pod.memory_request_bytes};
     }
-    PutHostPodLocked(pod.uid, std::move(host));
-    return false;
+    changed = PutHostPodLocked(pod.uid, std::move(host)) || changed;
+    return {false, changed};
   }
   // Requests cannot change on a live pod, but a pod may be listed anew under its uid.
-  if (host_pods_.count(pod.uid) > 0) PutHostPodLocked(pod.uid, {});
+  const bool was_host_pod = host_pods_.count(pod.uid) > 0 && PutHostPodLocked(pod.uid, {});
   if (it == pods_.end()) {
     it = pods_.emplace(pod.uid, PodEntry{}).first;
     LearnLocked(pod);
@@ -232,14 +246,19 @@ bool ClusterState::PutPodLocked(const PodInfo& pod) {
   if (pod.node_name.empty()) {
     // Pending. A reservation stays (its bind is in flight); a pod seen bound never goes back
     // to pending (spec.nodeName is immutable), so such an event is stale and ignored.
-    if (!entry.node.empty() && !entry.reserved && !entry.nominated) return false;
+    if (!entry.node.empty() && !entry.reserved && !entry.nominated) return {false, was_host_pod};
     StoreInfo(entry.info, pod);
     if (entry.reserved) {
       RebuildNodeLocked(entry.node);
     } else {
       ClaimLocked(entry);
     }
-    return false;
+    return {false, true};
+  }
+  if (!entry.reserved && !entry.nominated && entry.node == pod.node_name &&
+      ChangesNothingKept(entry.info, pod)) {
+    StoreInfo(entry.info, pod);  // the latest resourceVersion and phase
+    return {false, was_host_pod};
   }
   // What the pod holds: the node agent's ground truth over gputopo's own choice.
   std::vector<std::string> recorded;
@@ -262,7 +281,7 @@ bool ClusterState::PutPodLocked(const PodInfo& pod) {
     StoreInfo(entry.info, pod);
     entry.reserved = false;
     RebuildNodeLocked(entry.node);
-    return new_mismatch;
+    return {new_mismatch, true};
   }
   if (entry.node != pod.node_name) DetachPodLocked(entry);
   StoreInfo(entry.info, pod);
@@ -272,7 +291,7 @@ bool ClusterState::PutPodLocked(const PodInfo& pod) {
   entry.nominated = false;
   pods_by_node_[entry.node].insert(pod.uid);
   RebuildNodeLocked(entry.node);
-  return new_mismatch;
+  return {new_mismatch, true};
 }
 
 void ClusterState::DetachPodLocked(PodEntry& entry) {
@@ -357,13 +376,14 @@ bool ClusterState::IsCurrentOfferLocked(const std::pair<uint64_t, std::string>& 
   return it != offers_.end() && it->second.sequence == entry.first;
 }
 
-void ClusterState::PutHostPodLocked(const std::string& uid, HostPod pod) {
+bool ClusterState::PutHostPodLocked(const std::string& uid, HostPod pod) {
   auto it = host_pods_.find(uid);
-  if (it != host_pods_.end()) {
+  const bool existed = it != host_pods_.end();
+  if (existed) {
     const HostPod& old = it->second;
     if (old.node == pod.node && old.cpu_milli == pod.cpu_milli &&
         old.memory_bytes == pod.memory_bytes) {
-      return;
+      return false;
     }
     auto use = host_use_.find(old.node);
     if (use != host_use_.end()) {
@@ -375,13 +395,14 @@ void ClusterState::PutHostPodLocked(const std::string& uid, HostPod pod) {
     host_pods_.erase(it);
     if (old_node != pod.node) RebuildNodeLocked(old_node);  // else rebuilt once, below
   }
-  if (pod.node.empty()) return;
+  if (pod.node.empty()) return existed;
   auto& use = host_use_[pod.node];
   use.first = SaturatingAdd(use.first, pod.cpu_milli);
   use.second = SaturatingAdd(use.second, pod.memory_bytes);
   const std::string node = pod.node;
   host_pods_.emplace(uid, std::move(pod));
   RebuildNodeLocked(node);
+  return true;
 }
 
 void ClusterState::RebuildNodeLocked(const std::string& name) {

@@ -111,7 +111,9 @@ class ClusterState {
   // pod holds the GPUs of its gputopo.io/observed-gpus (the node agent's ground truth) where it
   // has that annotation, else those of gputopo.io/assigned-gpus. Returns true when this update
   // is the first to show the two annotations naming different GPUs (GpusMismatch), so that
-  // the caller reports it once.
+  // the caller reports it once. An update that changes nothing the cache derives from the pod
+  // (kubelet's status updates: conditions, Pending to Running) rebuilds and publishes nothing,
+  // so the snapshot generation that prioritize's reuse of its filter checks stays the same.
   bool UpsertPod(const PodInfo& pod);
   void RemovePod(std::string_view uid);
 
@@ -166,8 +168,11 @@ class ClusterState {
   };
 
   // All private functions require mutex_ to be held.
-  // Returns UpsertPod's answer.
-  bool PutPodLocked(const PodInfo& pod) GPUTOPO_REQUIRES(mutex_);
+  struct PutResult {
+    bool new_mismatch = false;  // UpsertPod's answer
+    bool changed = true;        // false: nothing to publish
+  };
+  PutResult PutPodLocked(const PodInfo& pod) GPUTOPO_REQUIRES(mutex_);
   void DetachPodLocked(PodEntry& entry) GPUTOPO_REQUIRES(mutex_);
   // Makes a pending, unreserved pod's claim match its nominated node and the offers: sets,
   // moves or drops it.
@@ -176,8 +181,8 @@ class ClusterState {
   bool IsCurrentOfferLocked(const std::pair<uint64_t, std::string>& entry) const
       GPUTOPO_REQUIRES(mutex_);
   // Records (or, with an empty node, forgets) a GPU-less pod's CPU and memory; rebuilds the
-  // nodes whose totals changed.
-  void PutHostPodLocked(const std::string& uid, HostPod pod) GPUTOPO_REQUIRES(mutex_);
+  // nodes whose totals changed. False when nothing changed.
+  bool PutHostPodLocked(const std::string& uid, HostPod pod) GPUTOPO_REQUIRES(mutex_);
   void RebuildNodeLocked(const std::string& name) GPUTOPO_REQUIRES(mutex_);
   // Positions assigned afresh (the node set changed), every node rebuilt, then published.
   void RebuildAllLocked() GPUTOPO_REQUIRES(mutex_);

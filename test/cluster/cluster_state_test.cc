@@ -972,6 +972,46 @@ TEST_F(ClusterStateTest, GenerationIncreasesWithEveryChange) {
   }
 }
 
+// kubelet updates a pod's status several times after it is bound; none of those updates changes
+// what gputopo keeps, and none may cost a rebuild, a new snapshot, or prioritize its reuse of
+// the filter's evaluations (which needs the same snapshot generation).
+TEST_F(ClusterStateTest, AnUpdateThatChangesNothingKeptPublishesNothing) {
+  cluster_.Add(H100Node("h1"));
+  PodInfo pod = MakePod()
+                    .Name("a")
+                    .Gpus(1)
+                    .OwnedByDeployment("web")
+                    .OnNode("h1")
+                    .Assigned("GPU-h100-0")
+                    .ResourceVersion("10")
+                    .Obj();
+  cluster_.Add(pod);
+  const uint64_t generation = state().Snapshot()->generation();
+  const auto node = Node("h1");
+  ASSERT_EQ(node->used_slots(), 1);
+
+  pod.resource_version = "11";
+  pod.phase = PodPhase::kRunning;
+  pod.labels.emplace_back("app", "web");
+  EXPECT_FALSE(state().UpsertPod(pod));
+  EXPECT_EQ(state().Snapshot()->generation(), generation);
+  EXPECT_EQ(Node("h1"), node);                                  // the very same NodeState
+  EXPECT_EQ(state().FindPod("uid-a")->resource_version, "11");  // stored all the same
+
+  // What is kept changes: the node agent reports the GPU it sees.
+  pod.resource_version = "12";
+  pod.annotations.emplace_back("gputopo.io/observed-gpus", "GPU-h100-0");
+  EXPECT_FALSE(state().UpsertPod(pod));
+  EXPECT_GT(state().Snapshot()->generation(), generation);
+  EXPECT_NE(Node("h1")->version(), node->version());
+
+  // A terminal phase always counts: the pod is dropped and frees its GPU.
+  pod.resource_version = "13";
+  pod.phase = PodPhase::kSucceeded;
+  (void)state().UpsertPod(pod);
+  EXPECT_EQ(Node("h1")->used_slots(), 0);
+}
+
 TEST_F(ClusterStateTest, NodeVersionChangesOnEveryRebuildOfThatNodeOnly) {
   cluster_.Add(H100Node("h1"));
   cluster_.Add(H100Node("h2"));
@@ -982,8 +1022,8 @@ TEST_F(ClusterStateTest, NodeVersionChangesOnEveryRebuildOfThatNodeOnly) {
   };
   cluster_.Add(BoundPod("a", "h1", "GPU-h100-0"));
   record("pod added");
-  cluster_.Add(BoundPod("a", "h1", "GPU-h100-0"));
-  record("same pod again");
+  cluster_.Add(BoundPod("a", "h1", "GPU-h100-1"));
+  record("the pod's GPU changed");
   cluster_.Add(H100Node("h1"));
   record("node upserted");
   const PodInfo b = PendingPod("b");
