@@ -25,7 +25,14 @@ bool ChangesNothingKept(const PodInfo& stored, const PodInfo& update) {
   comparable.resource_version = stored.resource_version;
   comparable.labels = stored.labels;
   comparable.phase = stored.phase;
-  return comparable == stored;
+  comparable.annotations = stored.annotations;  // compared below, in any order
+  if (!(comparable == stored)) return false;
+  if (update.annotations.size() != stored.annotations.size()) return false;
+  AnnotationList a = stored.annotations;
+  AnnotationList b = update.annotations;
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  return a == b;
 }
 
 }  // namespace
@@ -539,12 +546,23 @@ Status ClusterState::Reserve(const Reservation& reservation) {
   return Status::Ok();
 }
 
-void ClusterState::ConfirmBinding(std::string_view uid, std::string_view node) {
+void ClusterState::ConfirmBinding(std::string_view uid, std::string_view node,
+                                  const AnnotationList& annotations) {
   MutexLock lock(mutex_);
   auto it = pods_.find(std::string(uid));
   if (it == pods_.end() || !it->second.reserved || it->second.node != node) return;
   it->second.reserved = false;
   it->second.info.node_name = std::string(node);
+  AnnotationList& stored = it->second.info.annotations;
+  for (const auto& [key, value] : annotations) {
+    auto found = std::find_if(stored.begin(), stored.end(),
+                              [&key = key](const auto& entry) { return entry.first == key; });
+    if (found != stored.end()) {
+      found->second = value;
+    } else {
+      stored.emplace_back(key, value);
+    }
+  }
   RebuildNodeLocked(it->second.node);
   PublishLocked();
 }

@@ -124,8 +124,11 @@ class ClusterState {
   // offers of the kMaxClaimOffers pods offered most recently are kept.
   void OfferClaims(const std::string& uid, const std::vector<ClaimOffer>& offers);
   static constexpr size_t kMaxClaimOffers = 4096;
-  // The reserved pod was bound: its reservation becomes a placement.
-  void ConfirmBinding(std::string_view uid, std::string_view node);
+  // The reserved pod was bound, with the Binding's `annotations` (which the API server copies
+  // onto the pod): its reservation becomes a placement, and the pod as stored carries them, so
+  // that the watch's event of the same bind changes nothing kept (UpsertPod).
+  void ConfirmBinding(std::string_view uid, std::string_view node,
+                      const AnnotationList& annotations = {});
   // Undoes a reservation; does nothing when `uid` holds none.
   void CancelReservation(std::string_view uid);
   // Undoes reservations made before `cutoff` that were never seen bound: a bind whose outcome

@@ -126,7 +126,7 @@ Status Binder::BindOnce(const extender::BindingArgs& args, BindRecord& record) c
     context_.state.CancelReservation(pod.uid);
     return bound.WithContext("creating the Binding");
   }
-  context_.state.ConfirmBinding(pod.uid, args.node);
+  context_.state.ConfirmBinding(pod.uid, args.node, annotations);
 
   // Tell people, on the pod: best effort, off the request path. The GPUs' identities are in
   // the annotation; the message says where they are and why.

@@ -616,6 +616,35 @@ TEST_F(ClusterStateTest, ConfirmBindingTurnsTheReservationIntoAPlacement) {
   EXPECT_THAT(UsedGpus(*Node("h1")), ElementsAre(6));
 }
 
+// The bind writes the annotation and the node in one Binding; the watch then shows the pod as
+// the API server holds it. ConfirmBinding keeps the Binding's annotations, so that event (in
+// whatever order the API server lists the annotations) rebuilds and publishes nothing more.
+TEST_F(ClusterStateTest, TheWatchedBindAfterConfirmBindingPublishesNothing) {
+  cluster_.Add(H100Node("h1"));
+  PodInfo pod = PendingPod("web-1");
+  pod.annotations.emplace_back("gputopo.io/policy", "pack");
+  pod.resource_version = "5";
+  ASSERT_TRUE(state().Reserve(ReservationOf(pod, "h1", {6})).ok());
+  state().ConfirmBinding(pod.uid, "h1", {{"gputopo.io/assigned-gpus", "GPU-h100-6"}});
+  const uint64_t generation = state().Snapshot()->generation();
+  const auto node = Node("h1");
+
+  PodInfo watched = pod;
+  watched.resource_version = "6";
+  watched.node_name = "h1";
+  watched.annotations = {{"gputopo.io/assigned-gpus", "GPU-h100-6"}, {"gputopo.io/policy", "pack"}};
+  EXPECT_FALSE(state().UpsertPod(watched));
+  EXPECT_EQ(state().Snapshot()->generation(), generation);
+  EXPECT_EQ(Node("h1"), node);
+  EXPECT_THAT(UsedGpus(*Node("h1")), ElementsAre(6));
+
+  // Another controller's annotation is a change: it is kept, and published.
+  watched.resource_version = "7";
+  watched.annotations.emplace_back("gputopo.io/group", "other");
+  (void)state().UpsertPod(watched);
+  EXPECT_GT(state().Snapshot()->generation(), generation);
+}
+
 TEST_F(ClusterStateTest, ConfirmBindingOnAnotherNodeIsIgnored) {
   cluster_.Add(H100Node("h1"));
   cluster_.Add(H100Node("h2"));
