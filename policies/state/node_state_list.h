@@ -35,7 +35,6 @@ class NodeStateList {
   NodeStateList& operator=(const NodeStateList&) = delete;
 
   size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
   // Precondition: position < size().
   const std::shared_ptr<const NodeState>& operator[](size_t position) const {
     return (*chunks_[position / kChunkSize].chunk)[position % kChunkSize];
