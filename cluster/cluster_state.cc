@@ -412,6 +412,29 @@ bool ClusterState::PutHostPodLocked(const std::string& uid, HostPod pod) {
   return true;
 }
 
+PodPlacement ClusterState::PlacementOf(const std::string& uid, const PodEntry& entry) {
+  PodPlacement placement;
+  placement.pod_uid = uid;
+  placement.pod_key = entry.info.Key();
+  placement.slots = static_cast<int>(entry.info.gpu_request);
+  placement.priority = entry.info.priority;
+  placement.nominated = entry.nominated;
+  placement.assigned = entry.assigned;
+  placement.observed = entry.observed;
+  placement.recorded = entry.recorded;
+  placement.cpu_milli = entry.info.cpu_request_milli;
+  placement.memory_bytes = entry.info.memory_request_bytes;
+  Result<PodRequirements> req = RequirementsOf(entry.info);
+  if (req.ok()) {
+    placement.group = req->group;
+    placement.milli_per_gpu = req->gpu_milli.value_or(0);
+    placement.exclusive = req->exclusive;
+  } else {
+    placement.group = DefaultGroupOf(entry.info).first;
+  }
+  return placement;
+}
+
 void ClusterState::RebuildNodeLocked(const std::string& name) {
   if (deferred_rebuilds_) {
     deferred_rebuilds_->insert(name);
@@ -431,30 +454,10 @@ void ClusterState::RebuildNodeLocked(const std::string& name) {
   if (auto pods_it = pods_by_node_.find(name); pods_it != pods_by_node_.end()) {
     placements.reserve(pods_it->second.size());
     for (const std::string& uid : pods_it->second) {
-      const PodEntry& entry = pods_.at(uid);
-      PodPlacement placement;
-      placement.pod_uid = uid;
-      placement.pod_key = entry.info.Key();
-      placement.slots = static_cast<int>(entry.info.gpu_request);
-      placement.priority = entry.info.priority;
-      placement.reserved = entry.reserved;
-      placement.nominated = entry.nominated;
-      placement.assigned = entry.assigned;
-      placement.observed = entry.observed;
-      placement.recorded = entry.recorded;
-      placement.cpu_milli = entry.info.cpu_request_milli;
-      placement.memory_bytes = entry.info.memory_request_bytes;
+      PodPlacement placement = PlacementOf(uid, pods_.at(uid));
       host.cpu_requested_milli = SaturatingAdd(host.cpu_requested_milli, placement.cpu_milli);
       host.memory_requested_bytes =
           SaturatingAdd(host.memory_requested_bytes, placement.memory_bytes);
-      Result<PodRequirements> req = RequirementsOf(entry.info);
-      if (req.ok()) {
-        placement.group = req->group;
-        placement.milli_per_gpu = req->gpu_milli.value_or(0);
-        placement.exclusive = req->exclusive;
-      } else {
-        placement.group = DefaultGroupOf(entry.info).first;
-      }
       placements.push_back(std::move(placement));
     }
   }
@@ -551,6 +554,7 @@ void ClusterState::ConfirmBinding(std::string_view uid, std::string_view node,
   MutexLock lock(mutex_);
   auto it = pods_.find(std::string(uid));
   if (it == pods_.end() || !it->second.reserved || it->second.node != node) return;
+  const PodPlacement before = PlacementOf(it->first, it->second);
   it->second.reserved = false;
   it->second.info.node_name = std::string(node);
   AnnotationList& stored = it->second.info.annotations;
@@ -563,6 +567,10 @@ void ClusterState::ConfirmBinding(std::string_view uid, std::string_view node,
       stored.emplace_back(key, value);
     }
   }
+  // A bind confirmed as reserved changes no node state: the reservation already placed the
+  // pod, and whether it is in flight is not part of a node's state. Publishing nothing keeps
+  // the snapshot generation that the next pod's prioritize reuses its filter by.
+  if (PlacementOf(it->first, it->second) == before) return;
   RebuildNodeLocked(it->second.node);
   PublishLocked();
 }
@@ -610,6 +618,15 @@ std::pair<std::shared_ptr<const policies::ObservedWorkload>, uint64_t> ClusterSt
     const {
   MutexLock lock(mutex_);
   return {workload_, learner_.observations()};
+}
+
+std::unordered_set<std::string> ClusterState::ReservedPods() const {
+  MutexLock lock(mutex_);
+  std::unordered_set<std::string> out;
+  for (const auto& [uid, entry] : pods_) {
+    if (entry.reserved) out.insert(uid);
+  }
+  return out;
 }
 
 ClusterCounts ClusterState::Counts() const {

@@ -39,6 +39,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "cluster/workload_learner.h"
@@ -141,6 +142,9 @@ class ClusterState {
   // are not kept whole, so they are left out).
   std::pair<std::vector<NodeInfo>, std::vector<PodInfo>> Export() const;
   std::optional<PodInfo> FindPod(std::string_view uid) const;
+  // The uids of the pods whose bind is in flight (reserved, not yet confirmed), for /debug:
+  // node states do not carry it (PodPlacement).
+  std::unordered_set<std::string> ReservedPods() const;
   ClusterCounts Counts() const;
   // The learned workload mix now in the snapshots (null before the first), and the number of
   // GPU pods it has been shown.
@@ -187,6 +191,8 @@ class ClusterState {
   // nodes whose totals changed. False when nothing changed.
   bool PutHostPodLocked(const std::string& uid, HostPod pod) GPUTOPO_REQUIRES(mutex_);
   void RebuildNodeLocked(const std::string& name) GPUTOPO_REQUIRES(mutex_);
+  // What the node state of `entry`'s node is built from for this pod.
+  static policies::PodPlacement PlacementOf(const std::string& uid, const PodEntry& entry);
   // Positions assigned afresh (the node set changed), every node rebuilt, then published.
   void RebuildAllLocked() GPUTOPO_REQUIRES(mutex_);
   void PublishLocked() GPUTOPO_REQUIRES(mutex_);

@@ -120,7 +120,6 @@ NodeState NodeState::Build(std::string name, Result<topology::ResolvedTopology> 
       occupant.priority = pod.priority;
       occupant.milli = milli;
       occupant.exclusive = pod.exclusive;
-      occupant.reserved = pod.reserved;
       occupant.nominated = pod.nominated;
       occupant.observed = pod.observed;
       occupant.cpu_milli = pod.cpu_milli;

@@ -57,7 +57,6 @@ struct Occupant {
   int32_t priority = 0;  // the pod's spec.priority
   int milli = 0;         // share of this GPU held
   bool exclusive = false;
-  bool reserved = false;  // a bind is in flight; not yet seen bound through the API
   // A claim, not a placement: the pod is nominated to this node (status.nominatedNodeName,
   // after gputopo chose its victims here) and holds these GPUs while its victims leave.
   bool nominated = false;
@@ -91,7 +90,9 @@ struct Nominee {
   friend bool operator==(const Nominee&, const Nominee&) = default;
 };
 
-// A pod's hold on this node, the input NodeState is built from.
+// A pod's hold on this node, the input NodeState is built from. Whether the hold is a bind still
+// in flight (a reservation) is not part of it: the cluster state keeps that
+// (ClusterState::ReservedPods), so that confirming a bind changes no node's state.
 struct PodPlacement {
   std::string pod_uid;
   std::string pod_key;
@@ -99,7 +100,6 @@ struct PodPlacement {
   int32_t priority = 0;   // spec.priority
   int milli_per_gpu = 0;  // 0: the node's default share, 1000/R
   bool exclusive = false;
-  bool reserved = false;
   bool nominated = false;             // a nominated pod's claim (Occupant::nominated)
   int slots = 0;                      // nvidia.com/gpu replicas the pod holds
   std::vector<std::string> assigned;  // the GPUs it holds (labels); empty: not known
@@ -107,6 +107,7 @@ struct PodPlacement {
   std::vector<std::string> recorded;  // assigned-gpus, when they differ from observed-gpus
   int64_t cpu_milli = 0;              // cpu and memory requests
   int64_t memory_bytes = 0;
+  friend bool operator==(const PodPlacement&, const PodPlacement&) = default;
 };
 
 class NodeState {

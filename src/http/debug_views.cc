@@ -251,7 +251,8 @@ std::string RenderNodes(const policies::ClusterSnapshot& snapshot, size_t offset
                {"nodes", list}});
 }
 
-std::string RenderNode(const policies::NodeState& node) {
+std::string RenderNode(const policies::NodeState& node,
+                       const std::unordered_set<std::string>& reserved_pods) {
   ordered_json j = NodeSummary(node);
   if (!node.has_topology()) return Dump(j);
   const auto& t = node.topology();
@@ -283,7 +284,7 @@ std::string RenderNode(const policies::NodeState& node) {
     for (const policies::Occupant& o : use.occupants) {
       ordered_json occ = {{"pod", o.pod_key}, {"group", o.group}, {"milli", o.milli}};
       if (o.exclusive) occ["exclusive"] = true;
-      if (o.reserved) occ["reserved"] = true;
+      if (reserved_pods.contains(o.pod_uid)) occ["reserved"] = true;
       if (o.nominated) occ["nominated"] = true;
       if (o.observed) occ["observed"] = true;  // seen on this GPU by the node agent
       if (!o.recorded.empty()) {

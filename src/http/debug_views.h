@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "cluster/cluster_state.h"
@@ -19,8 +20,10 @@ namespace gputopo::http {
 // in snapshot order, `limit` of them from `offset` (a page; `total` says how many there are).
 std::string RenderNodes(const policies::ClusterSnapshot& snapshot, size_t offset = 0,
                         size_t limit = SIZE_MAX);
-// /debug/nodes/<name>: GPUs, islands, NUMA nodes, links, occupants, free slots, source.
-std::string RenderNode(const policies::NodeState& node);
+// /debug/nodes/<name>: GPUs, islands, NUMA nodes, links, occupants, free slots, source. An
+// occupant whose uid is in `reserved_pods` is marked `"reserved": true` (its bind is in flight).
+std::string RenderNode(const policies::NodeState& node,
+                       const std::unordered_set<std::string>& reserved_pods = {});
 // /debug/decisions: the most recent decisions, newest first.
 std::string RenderDecisions(const std::vector<service::DecisionRecord>& records);
 // /debug/pods/<ns>/<name>: per node verdict and reason, or score split; the chosen node, GPUs,

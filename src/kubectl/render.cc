@@ -75,7 +75,6 @@ std::string Model(const policies::NodeState& node) {
 std::string Occupant(const policies::Occupant& o) {
   std::string flags = "group " + o.group + ", " + std::to_string(o.milli) + "m";
   if (o.exclusive) flags += ", exclusive";
-  if (o.reserved) flags += ", binding";
   if (o.observed) flags += ", observed";
   if (!o.recorded.empty()) flags += ", assigned " + o.recorded + " (mismatch)";
   return o.pod_key + " (" + flags + ")";

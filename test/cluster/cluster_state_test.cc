@@ -125,7 +125,7 @@ TEST_F(ClusterStateTest, BoundPodOccupiesExactlyItsAssignedGpus) {
     EXPECT_EQ(g.occupants[0].pod_key, "default/web-1");
     EXPECT_EQ(g.occupants[0].group, "default/Deployment/web");
     EXPECT_EQ(g.occupants[0].milli, 500);
-    EXPECT_FALSE(g.occupants[0].reserved);
+    EXPECT_FALSE(state().ReservedPods().contains(g.occupants[0].pod_uid));
     EXPECT_EQ(node->gpu_free_slots(gpu), 1);
     EXPECT_EQ(node->gpu_free_milli(gpu), 500);
   }
@@ -509,7 +509,7 @@ TEST_F(ClusterStateTest, ReserveWithTheCurrentVersionTakesTheGpus) {
   EXPECT_THAT(UsedGpus(*node), ElementsAre(2, 3));
   for (int gpu : {2, 3}) {
     ASSERT_EQ(node->gpu(gpu).occupants.size(), 1u);
-    EXPECT_TRUE(node->gpu(gpu).occupants[0].reserved);
+    EXPECT_TRUE(state().ReservedPods().contains(node->gpu(gpu).occupants[0].pod_uid));
     EXPECT_EQ(node->gpu(gpu).occupants[0].pod_uid, "uid-web-1");
     EXPECT_EQ(node->gpu(gpu).occupants[0].group, "default/Deployment/web");
   }
@@ -598,12 +598,19 @@ TEST_F(ClusterStateTest, ConfirmBindingTurnsTheReservationIntoAPlacement) {
   const PodInfo pod = PendingPod("web-1");
   ASSERT_TRUE(state().Reserve(ReservationOf(pod, "h1", {6})).ok());
   const uint64_t version = Node("h1")->version();
+  const uint64_t generation = state().Snapshot()->generation();
+  EXPECT_THAT(state().ReservedPods(), ElementsAre("uid-web-1"));
+  EXPECT_EQ(state().Counts().reservations, 1u);
 
+  // The reservation already placed the pod: confirming it changes no node state and publishes
+  // no snapshot; only the cluster state's reservation ends.
   state().ConfirmBinding("uid-web-1", "h1");
   auto node = Node("h1");
-  EXPECT_NE(node->version(), version);
+  EXPECT_EQ(node->version(), version);
+  EXPECT_EQ(state().Snapshot()->generation(), generation);
+  EXPECT_THAT(state().ReservedPods(), IsEmpty());
   ASSERT_EQ(node->gpu(6).occupants.size(), 1u);
-  EXPECT_FALSE(node->gpu(6).occupants[0].reserved);
+  EXPECT_FALSE(state().ReservedPods().contains(node->gpu(6).occupants[0].pod_uid));
   EXPECT_EQ(node->used_slots(), 1);
   ClusterCounts counts = state().Counts();
   EXPECT_EQ(counts.reservations, 0u);
@@ -651,7 +658,7 @@ TEST_F(ClusterStateTest, ConfirmBindingOnAnotherNodeIsIgnored) {
   ASSERT_TRUE(state().Reserve(ReservationOf(PendingPod("web-1"), "h1", {6})).ok());
   state().ConfirmBinding("uid-web-1", "h2");
   state().ConfirmBinding("uid-unknown", "h1");
-  EXPECT_TRUE(Node("h1")->gpu(6).occupants[0].reserved);
+  EXPECT_TRUE(state().ReservedPods().contains(Node("h1")->gpu(6).occupants[0].pod_uid));
   EXPECT_EQ(state().Counts().reservations, 1u);
 }
 
@@ -702,7 +709,7 @@ TEST_F(ClusterStateTest, PendingUpdateKeepsTheReservation) {
   EXPECT_THAT(UsedGpus(*node), ElementsAre(4, 5));
   for (int gpu : {4, 5}) {
     ASSERT_EQ(node->gpu(gpu).occupants.size(), 1u);
-    EXPECT_TRUE(node->gpu(gpu).occupants[0].reserved);
+    EXPECT_TRUE(state().ReservedPods().contains(node->gpu(gpu).occupants[0].pod_uid));
   }
   EXPECT_EQ(node->used_slots(), 2);
   EXPECT_EQ(state().Counts().reservations, 1u);
@@ -744,7 +751,7 @@ TEST_F(ClusterStateTest, BoundUpdateOnTheSameNodeConvertsTheReservation) {
     for (int gpu : {2, 3}) {
       EXPECT_EQ(node->gpu(gpu).slots_used, 1);
       ASSERT_EQ(node->gpu(gpu).occupants.size(), 1u);
-      EXPECT_FALSE(node->gpu(gpu).occupants[0].reserved);
+      EXPECT_FALSE(state().ReservedPods().contains(node->gpu(gpu).occupants[0].pod_uid));
     }
     EXPECT_EQ(node->used_slots(), 2);
     EXPECT_EQ(node->unplaced_slots(), 0);
@@ -777,7 +784,7 @@ TEST_F(ClusterStateTest, BoundUpdateOnAnotherNodeMovesTheReservedPod) {
   cluster_.Add(BoundPod("web-1", "h2", "GPU-h100-3"));
   EXPECT_THAT(UsedGpus(*Node("h1")), IsEmpty());
   EXPECT_THAT(UsedGpus(*Node("h2")), ElementsAre(3));
-  EXPECT_FALSE(Node("h2")->gpu(3).occupants[0].reserved);
+  EXPECT_FALSE(state().ReservedPods().contains(Node("h2")->gpu(3).occupants[0].pod_uid));
   ClusterCounts counts = state().Counts();
   EXPECT_EQ(counts.reservations, 0u);
   EXPECT_EQ(counts.placed_pods, 1u);
@@ -828,7 +835,7 @@ TEST_F(ClusterStateTest, StalePendingEventAfterConfirmBindingIsIgnored) {
   cluster_.Add(pod);  // the watch delivers the pending pod late
   auto node = Node("h1");
   EXPECT_THAT(UsedGpus(*node), ElementsAre(5));
-  EXPECT_FALSE(node->gpu(5).occupants[0].reserved);
+  EXPECT_FALSE(state().ReservedPods().contains(node->gpu(5).occupants[0].pod_uid));
   EXPECT_EQ(state().Counts().reservations, 0u);
 }
 
@@ -912,10 +919,10 @@ TEST_F(ClusterStateTest, ResetKeepsReservationsOfPodsStillPending) {
   auto node = Node("h1");
   EXPECT_THAT(UsedGpus(*node), ElementsAre(0, 2));
   ASSERT_EQ(node->gpu(0).occupants.size(), 1u);
-  EXPECT_TRUE(node->gpu(0).occupants[0].reserved);
+  EXPECT_TRUE(state().ReservedPods().contains(node->gpu(0).occupants[0].pod_uid));
   EXPECT_EQ(node->gpu(0).occupants[0].pod_uid, "uid-kept");
   ASSERT_EQ(node->gpu(2).occupants.size(), 1u);
-  EXPECT_FALSE(node->gpu(2).occupants[0].reserved);
+  EXPECT_FALSE(state().ReservedPods().contains(node->gpu(2).occupants[0].pod_uid));
   EXPECT_EQ(node->used_slots(), 2);
   ClusterCounts counts = state().Counts();
   EXPECT_EQ(counts.pods, 2u);
@@ -924,7 +931,7 @@ TEST_F(ClusterStateTest, ResetKeepsReservationsOfPodsStillPending) {
 
   // The kept reservation still converts when the pod is seen bound.
   cluster_.Add(BoundPod("kept", "h1", "GPU-h100-0"));
-  EXPECT_FALSE(Node("h1")->gpu(0).occupants[0].reserved);
+  EXPECT_FALSE(state().ReservedPods().contains(Node("h1")->gpu(0).occupants[0].pod_uid));
   EXPECT_EQ(Node("h1")->used_slots(), 2);
   EXPECT_EQ(state().Counts().reservations, 0u);
 }
@@ -988,8 +995,7 @@ TEST_F(ClusterStateTest, GenerationIncreasesWithEveryChange) {
   const PodInfo b = PendingPod("b");
   ASSERT_TRUE(state().Reserve(ReservationOf(b, "h1", {1})).ok());
   record();
-  state().ConfirmBinding("uid-b", "h1");
-  record();
+  // (Confirming the bind is no change of a snapshot: ConfirmBindingTurnsTheReservationInto...)
   state().RemovePod("uid-a");
   record();
   state().RemoveNode("h1");
@@ -1058,8 +1064,6 @@ TEST_F(ClusterStateTest, NodeVersionChangesOnEveryRebuildOfThatNodeOnly) {
   const PodInfo b = PendingPod("b");
   ASSERT_TRUE(state().Reserve(ReservationOf(b, "h1", {1})).ok());
   record("reserved");
-  state().ConfirmBinding("uid-b", "h1");
-  record("confirmed");
   state().RemovePod("uid-a");
   record("pod removed");
   // h2 was not touched: the very same NodeState is still published.
@@ -1475,7 +1479,7 @@ class NodeStateTest : public ::testing::Test {
 TEST_F(NodeStateTest, PlacementFlagsReachTheOccupants) {
   PodPlacement shared = Placement("a", {"GPU-h100-0"}, 1);
   shared.milli_per_gpu = 300;
-  shared.reserved = true;
+  shared.observed = true;
   PodPlacement exclusive = Placement("b", {"1"}, 1);
   exclusive.exclusive = true;
   exclusive.group = "h";
@@ -1490,14 +1494,14 @@ TEST_F(NodeStateTest, PlacementFlagsReachTheOccupants) {
   EXPECT_EQ(a.pod_key, "default/a");
   EXPECT_EQ(a.group, "g");
   EXPECT_EQ(a.milli, 300);
-  EXPECT_TRUE(a.reserved);
+  EXPECT_TRUE(a.observed);
   EXPECT_FALSE(a.exclusive);
   EXPECT_EQ(node.gpu_free_slots(0), 3);
   EXPECT_EQ(node.gpu_free_milli(0), 700);
   const Occupant& b = node.gpu(1).occupants.at(0);
   EXPECT_EQ(b.milli, 1000);
   EXPECT_TRUE(b.exclusive);
-  EXPECT_FALSE(b.reserved);
+  EXPECT_FALSE(b.observed);
   EXPECT_TRUE(node.gpu(1).exclusive);
   EXPECT_EQ(node.gpu_free_slots(1), 0);
   EXPECT_EQ(node.gpu_free_milli(1), 0);
@@ -1620,7 +1624,7 @@ TEST_F(ClusterStateTest, NominatedPodHoldsTheOfferedGpusUntilItIsBound) {
   for (int gpu : {2, 3}) {
     ASSERT_EQ(h1->gpu(gpu).occupants.size(), 1u);
     EXPECT_TRUE(h1->gpu(gpu).occupants[0].nominated);
-    EXPECT_FALSE(h1->gpu(gpu).occupants[0].reserved);
+    EXPECT_FALSE(state().ReservedPods().contains(h1->gpu(gpu).occupants[0].pod_uid));
     EXPECT_EQ(h1->gpu(gpu).occupants[0].pod_uid, "uid-big");
   }
   EXPECT_THAT(h1->nominees(), ElementsAre(Nominee{"uid-big", 100}));
@@ -1642,7 +1646,7 @@ TEST_F(ClusterStateTest, NominatedPodHoldsTheOfferedGpusUntilItIsBound) {
   const auto h2 = Node("h2");
   EXPECT_THAT(UsedGpus(*h2), ElementsAre(4, 5));
   EXPECT_TRUE(h2->nominees().empty());
-  EXPECT_TRUE(h2->gpu(4).occupants[0].reserved);
+  EXPECT_TRUE(state().ReservedPods().contains(h2->gpu(4).occupants[0].pod_uid));
   counts = state().Counts();
   EXPECT_EQ(counts.claims, 0u);
   EXPECT_EQ(counts.reservations, 1u);

@@ -368,7 +368,8 @@ TEST(EvaluationTest, ReservationsAreSeenByTheNextEvaluation) {
   NodeEvaluation second = cluster.Evaluate(MakePod().Name("b").Gpus(1).Obj(), "n");
   ASSERT_TRUE(second.fits());
   EXPECT_NE(second.gpus, first.gpus);
-  EXPECT_TRUE(cluster.Node("n")->gpu(ToIndices(first.gpus).front()).occupants.front().reserved);
+  EXPECT_TRUE(cluster.state().ReservedPods().contains(
+      cluster.Node("n")->gpu(ToIndices(first.gpus).front()).occupants.front().pod_uid));
 }
 
 TEST(EvaluationTest, LargeMachinesUseTheHeuristicSearchAndStayInAnIsland) {
