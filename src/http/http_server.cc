@@ -276,6 +276,10 @@ class Connection final : public SessionBase {
         self->WaitForRequest();
       });
     } else {
+      // For Write's attempt to send a reply at once: a synchronous write on this socket
+      // returns would_block instead of waiting. Asynchronous operations are not affected.
+      error_code ignored;
+      Lowest().socket().non_blocking(true, ignored);
       WaitForRequest();
     }
   }
@@ -284,7 +288,11 @@ class Connection final : public SessionBase {
   void WaitForRequest() {
     if (server_.stopping) return Close();
     state_ = State::kIdle;
-    if (buffer_.size() > 0) return ReadHeader();  // pipelined, or left from the last read
+    if (buffer_.size() > 0) {
+      // Pipelined, or left from the last read: served from a fresh handler, so that a run of
+      // pipelined requests does not nest one call deeper each.
+      return net::post(stream_.get_executor(), [self = Self()] { self->ReadHeader(); });
+    }
     Lowest().expires_after(server_.options.idle_timeout);
     stream_.async_read_some(buffer_.prepare(kReadChunk), [self = Self()](error_code ec, size_t n) {
       self->buffer_.commit(n);
@@ -298,9 +306,28 @@ class Connection final : public SessionBase {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(server_.options.max_header_bytes));
     parser_->body_limit(server_.options.max_body_bytes);
+    error_code ec;
+    ParseBuffered(ec);
+    if (ec || parser_->is_header_done()) return OnHeader(ec);
     Lowest().expires_after(server_.options.header_timeout);
     bhttp::async_read_header(stream_, buffer_, *parser_,
-                             [self = Self()](error_code ec, size_t) { self->OnHeader(ec); });
+                             [self = Self()](error_code e, size_t) { self->OnHeader(e); });
+  }
+
+  // Parses what has been read and not parsed yet: as far as the header without eager(), as far
+  // as it goes with it. A whole request usually comes in the read that woke the connection;
+  // parsing it here saves queueing a completion per step (a system call each, as the I/O
+  // thread polls before running queued work). Errors are those beast's reads give.
+  void ParseBuffered(error_code& ec) {
+    while (buffer_.size() > 0 && !parser_->is_done()) {
+      const size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec == bhttp::error::need_more) {
+        ec = {};
+        return;
+      }
+      if (ec || used == 0 || (!parser_->eager() && parser_->is_header_done())) return;
+    }
   }
 
   void OnHeader(error_code ec) {
@@ -342,9 +369,13 @@ class Connection final : public SessionBase {
   }
 
   void ReadBody() {
+    parser_->eager(true);
+    error_code ec;
+    ParseBuffered(ec);
+    if (ec || parser_->is_done()) return OnBody(ec);
     Lowest().expires_after(server_.options.body_timeout);
     bhttp::async_read(stream_, buffer_, *parser_,
-                      [self = Self()](error_code ec, size_t) { self->OnBody(ec); });
+                      [self = Self()](error_code e, size_t) { self->OnBody(e); });
   }
 
   void OnBody(error_code ec) {
@@ -458,13 +489,38 @@ class Connection final : public SessionBase {
     out->prepare_payload();
     const bool keep = out->keep_alive();
     response_ = std::move(out);
+    if constexpr (!std::is_same_v<Stream, SslStream>) {
+      // A reply that fits the socket's send buffer (nearly all) is sent here and now: no
+      // timer to arm and no completion to queue, each a system call or two on the request
+      // path. The rest of a larger one goes asynchronously, under the write deadline.
+      serializer_.emplace(*response_);
+      error_code ec;
+      if (Lowest().socket().non_blocking()) bhttp::write(Lowest().socket(), *serializer_, ec);
+      if (!ec && Lowest().socket().non_blocking()) return AfterWrite(keep);
+      if (ec && ec != net::error::would_block && ec != net::error::try_again) {
+        serializer_.reset();
+        response_.reset();
+        return Close();
+      }
+      Lowest().expires_after(server_.options.write_timeout);
+      bhttp::async_write(stream_, *serializer_, [self = Self(), keep](error_code e, size_t) {
+        if (e) return self->Close();
+        self->AfterWrite(keep);
+      });
+      return;
+    }
     Lowest().expires_after(server_.options.write_timeout);
     bhttp::async_write(stream_, *response_, [self = Self(), keep](error_code ec, size_t) {
-      self->response_.reset();
       if (ec) return self->Close();
-      if (!keep) return self->linger_ ? self->Linger() : self->Close();
-      self->WaitForRequest();
+      self->AfterWrite(keep);
     });
+  }
+
+  void AfterWrite(bool keep) {
+    serializer_.reset();
+    response_.reset();
+    if (!keep) return linger_ ? Linger() : Close();
+    WaitForRequest();
   }
 
   void Linger() {
@@ -510,6 +566,7 @@ class Connection final : public SessionBase {
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   std::unique_ptr<bhttp::response<bhttp::string_body>> response_;
+  std::optional<bhttp::response_serializer<bhttp::string_body>> serializer_;  // of *response_
   size_t reserved_ = 0;
   unsigned version_ = 11;
   bool keep_alive_ = true;
