@@ -489,28 +489,18 @@ class Connection final : public SessionBase {
     out->prepare_payload();
     const bool keep = out->keep_alive();
     response_ = std::move(out);
+    serializer_.emplace(*response_);
     if constexpr (!std::is_same_v<Stream, SslStream>) {
       // A reply that fits the socket's send buffer (nearly all) is sent here and now: no
       // timer to arm and no completion to queue, each a system call or two on the request
       // path. The rest of a larger one goes asynchronously, under the write deadline.
-      serializer_.emplace(*response_);
-      error_code ec;
+      error_code ec = net::error::would_block;  // a socket left blocking is not tried
       if (Lowest().socket().non_blocking()) bhttp::write(Lowest().socket(), *serializer_, ec);
-      if (!ec && Lowest().socket().non_blocking()) return AfterWrite(keep);
-      if (ec && ec != net::error::would_block && ec != net::error::try_again) {
-        serializer_.reset();
-        response_.reset();
-        return Close();
-      }
-      Lowest().expires_after(server_.options.write_timeout);
-      bhttp::async_write(stream_, *serializer_, [self = Self(), keep](error_code e, size_t) {
-        if (e) return self->Close();
-        self->AfterWrite(keep);
-      });
-      return;
+      if (!ec) return AfterWrite(keep);
+      if (ec != net::error::would_block && ec != net::error::try_again) return Close();
     }
     Lowest().expires_after(server_.options.write_timeout);
-    bhttp::async_write(stream_, *response_, [self = Self(), keep](error_code ec, size_t) {
+    bhttp::async_write(stream_, *serializer_, [self = Self(), keep](error_code ec, size_t) {
       if (ec) return self->Close();
       self->AfterWrite(keep);
     });
