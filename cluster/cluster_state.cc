@@ -620,11 +620,13 @@ std::pair<std::shared_ptr<const policies::ObservedWorkload>, uint64_t> ClusterSt
   return {workload_, learner_.observations()};
 }
 
-std::unordered_set<std::string> ClusterState::ReservedPods() const {
+std::unordered_set<std::string> ClusterState::ReservedPods(std::string_view node) const {
   MutexLock lock(mutex_);
   std::unordered_set<std::string> out;
-  for (const auto& [uid, entry] : pods_) {
-    if (entry.reserved) out.insert(uid);
+  const auto on_node = pods_by_node_.find(node);
+  if (on_node == pods_by_node_.end()) return out;
+  for (const std::string& uid : on_node->second) {
+    if (pods_.at(uid).reserved) out.insert(uid);
   }
   return out;
 }

@@ -142,9 +142,9 @@ class ClusterState {
   // are not kept whole, so they are left out).
   std::pair<std::vector<NodeInfo>, std::vector<PodInfo>> Export() const;
   std::optional<PodInfo> FindPod(std::string_view uid) const;
-  // The uids of the pods whose bind is in flight (reserved, not yet confirmed), for /debug:
-  // node states do not carry it (PodPlacement).
-  std::unordered_set<std::string> ReservedPods() const;
+  // The uids of the pods on `node` whose bind is in flight (reserved, not yet confirmed), for
+  // /debug/nodes/<name>: node states do not carry it (PodPlacement). Reads that node's pods only.
+  std::unordered_set<std::string> ReservedPods(std::string_view node) const;
   ClusterCounts Counts() const;
   // The learned workload mix now in the snapshots (null before the first), and the number of
   // GPU pods it has been shown.

@@ -384,7 +384,7 @@ void ExtenderServer::Impl::HandleDebug(const HttpRequest& req, HttpResponse& res
     auto snapshot = deps.context.state.Snapshot();
     const policies::NodeState* node = snapshot->Find(std::string(*name));
     if (node == nullptr) return SetText(res, 404, "unknown node " + std::string(*name) + "\n");
-    return SetJson(res, RenderNode(*node, deps.context.state.ReservedPods()));
+    return SetJson(res, RenderNode(*node, deps.context.state.ReservedPods(*name)));
   }
   if (std::optional<std::string_view> rest = After(path, "/debug/pods/")) {
     const size_t slash = rest->find('/');

@@ -125,7 +125,7 @@ TEST_F(ClusterStateTest, BoundPodOccupiesExactlyItsAssignedGpus) {
     EXPECT_EQ(g.occupants[0].pod_key, "default/web-1");
     EXPECT_EQ(g.occupants[0].group, "default/Deployment/web");
     EXPECT_EQ(g.occupants[0].milli, 500);
-    EXPECT_FALSE(state().ReservedPods().contains(g.occupants[0].pod_uid));
+    EXPECT_FALSE(state().ReservedPods(node->name()).contains(g.occupants[0].pod_uid));
     EXPECT_EQ(node->gpu_free_slots(gpu), 1);
     EXPECT_EQ(node->gpu_free_milli(gpu), 500);
   }
@@ -509,7 +509,7 @@ TEST_F(ClusterStateTest, ReserveWithTheCurrentVersionTakesTheGpus) {
   EXPECT_THAT(UsedGpus(*node), ElementsAre(2, 3));
   for (int gpu : {2, 3}) {
     ASSERT_EQ(node->gpu(gpu).occupants.size(), 1u);
-    EXPECT_TRUE(state().ReservedPods().contains(node->gpu(gpu).occupants[0].pod_uid));
+    EXPECT_TRUE(state().ReservedPods(node->name()).contains(node->gpu(gpu).occupants[0].pod_uid));
     EXPECT_EQ(node->gpu(gpu).occupants[0].pod_uid, "uid-web-1");
     EXPECT_EQ(node->gpu(gpu).occupants[0].group, "default/Deployment/web");
   }
@@ -599,7 +599,7 @@ TEST_F(ClusterStateTest, ConfirmBindingTurnsTheReservationIntoAPlacement) {
   ASSERT_TRUE(state().Reserve(ReservationOf(pod, "h1", {6})).ok());
   const uint64_t version = Node("h1")->version();
   const uint64_t generation = state().Snapshot()->generation();
-  EXPECT_THAT(state().ReservedPods(), ElementsAre("uid-web-1"));
+  EXPECT_THAT(state().ReservedPods("h1"), ElementsAre("uid-web-1"));
   EXPECT_EQ(state().Counts().reservations, 1u);
 
   // The reservation already placed the pod: confirming it changes no node state and publishes
@@ -608,9 +608,9 @@ TEST_F(ClusterStateTest, ConfirmBindingTurnsTheReservationIntoAPlacement) {
   auto node = Node("h1");
   EXPECT_EQ(node->version(), version);
   EXPECT_EQ(state().Snapshot()->generation(), generation);
-  EXPECT_THAT(state().ReservedPods(), IsEmpty());
+  EXPECT_THAT(state().ReservedPods("h1"), IsEmpty());
   ASSERT_EQ(node->gpu(6).occupants.size(), 1u);
-  EXPECT_FALSE(state().ReservedPods().contains(node->gpu(6).occupants[0].pod_uid));
+  EXPECT_FALSE(state().ReservedPods(node->name()).contains(node->gpu(6).occupants[0].pod_uid));
   EXPECT_EQ(node->used_slots(), 1);
   ClusterCounts counts = state().Counts();
   EXPECT_EQ(counts.reservations, 0u);
@@ -658,7 +658,7 @@ TEST_F(ClusterStateTest, ConfirmBindingOnAnotherNodeIsIgnored) {
   ASSERT_TRUE(state().Reserve(ReservationOf(PendingPod("web-1"), "h1", {6})).ok());
   state().ConfirmBinding("uid-web-1", "h2");
   state().ConfirmBinding("uid-unknown", "h1");
-  EXPECT_TRUE(state().ReservedPods().contains(Node("h1")->gpu(6).occupants[0].pod_uid));
+  EXPECT_TRUE(state().ReservedPods("h1").contains(Node("h1")->gpu(6).occupants[0].pod_uid));
   EXPECT_EQ(state().Counts().reservations, 1u);
 }
 
@@ -709,7 +709,7 @@ TEST_F(ClusterStateTest, PendingUpdateKeepsTheReservation) {
   EXPECT_THAT(UsedGpus(*node), ElementsAre(4, 5));
   for (int gpu : {4, 5}) {
     ASSERT_EQ(node->gpu(gpu).occupants.size(), 1u);
-    EXPECT_TRUE(state().ReservedPods().contains(node->gpu(gpu).occupants[0].pod_uid));
+    EXPECT_TRUE(state().ReservedPods(node->name()).contains(node->gpu(gpu).occupants[0].pod_uid));
   }
   EXPECT_EQ(node->used_slots(), 2);
   EXPECT_EQ(state().Counts().reservations, 1u);
@@ -751,7 +751,8 @@ TEST_F(ClusterStateTest, BoundUpdateOnTheSameNodeConvertsTheReservation) {
     for (int gpu : {2, 3}) {
       EXPECT_EQ(node->gpu(gpu).slots_used, 1);
       ASSERT_EQ(node->gpu(gpu).occupants.size(), 1u);
-      EXPECT_FALSE(state().ReservedPods().contains(node->gpu(gpu).occupants[0].pod_uid));
+      EXPECT_FALSE(
+          state().ReservedPods(node->name()).contains(node->gpu(gpu).occupants[0].pod_uid));
     }
     EXPECT_EQ(node->used_slots(), 2);
     EXPECT_EQ(node->unplaced_slots(), 0);
@@ -784,7 +785,7 @@ TEST_F(ClusterStateTest, BoundUpdateOnAnotherNodeMovesTheReservedPod) {
   cluster_.Add(BoundPod("web-1", "h2", "GPU-h100-3"));
   EXPECT_THAT(UsedGpus(*Node("h1")), IsEmpty());
   EXPECT_THAT(UsedGpus(*Node("h2")), ElementsAre(3));
-  EXPECT_FALSE(state().ReservedPods().contains(Node("h2")->gpu(3).occupants[0].pod_uid));
+  EXPECT_FALSE(state().ReservedPods("h2").contains(Node("h2")->gpu(3).occupants[0].pod_uid));
   ClusterCounts counts = state().Counts();
   EXPECT_EQ(counts.reservations, 0u);
   EXPECT_EQ(counts.placed_pods, 1u);
@@ -835,7 +836,7 @@ TEST_F(ClusterStateTest, StalePendingEventAfterConfirmBindingIsIgnored) {
   cluster_.Add(pod);  // the watch delivers the pending pod late
   auto node = Node("h1");
   EXPECT_THAT(UsedGpus(*node), ElementsAre(5));
-  EXPECT_FALSE(state().ReservedPods().contains(node->gpu(5).occupants[0].pod_uid));
+  EXPECT_FALSE(state().ReservedPods(node->name()).contains(node->gpu(5).occupants[0].pod_uid));
   EXPECT_EQ(state().Counts().reservations, 0u);
 }
 
@@ -919,10 +920,10 @@ TEST_F(ClusterStateTest, ResetKeepsReservationsOfPodsStillPending) {
   auto node = Node("h1");
   EXPECT_THAT(UsedGpus(*node), ElementsAre(0, 2));
   ASSERT_EQ(node->gpu(0).occupants.size(), 1u);
-  EXPECT_TRUE(state().ReservedPods().contains(node->gpu(0).occupants[0].pod_uid));
+  EXPECT_TRUE(state().ReservedPods(node->name()).contains(node->gpu(0).occupants[0].pod_uid));
   EXPECT_EQ(node->gpu(0).occupants[0].pod_uid, "uid-kept");
   ASSERT_EQ(node->gpu(2).occupants.size(), 1u);
-  EXPECT_FALSE(state().ReservedPods().contains(node->gpu(2).occupants[0].pod_uid));
+  EXPECT_FALSE(state().ReservedPods(node->name()).contains(node->gpu(2).occupants[0].pod_uid));
   EXPECT_EQ(node->used_slots(), 2);
   ClusterCounts counts = state().Counts();
   EXPECT_EQ(counts.pods, 2u);
@@ -931,7 +932,7 @@ TEST_F(ClusterStateTest, ResetKeepsReservationsOfPodsStillPending) {
 
   // The kept reservation still converts when the pod is seen bound.
   cluster_.Add(BoundPod("kept", "h1", "GPU-h100-0"));
-  EXPECT_FALSE(state().ReservedPods().contains(Node("h1")->gpu(0).occupants[0].pod_uid));
+  EXPECT_FALSE(state().ReservedPods("h1").contains(Node("h1")->gpu(0).occupants[0].pod_uid));
   EXPECT_EQ(Node("h1")->used_slots(), 2);
   EXPECT_EQ(state().Counts().reservations, 0u);
 }
@@ -1624,7 +1625,7 @@ TEST_F(ClusterStateTest, NominatedPodHoldsTheOfferedGpusUntilItIsBound) {
   for (int gpu : {2, 3}) {
     ASSERT_EQ(h1->gpu(gpu).occupants.size(), 1u);
     EXPECT_TRUE(h1->gpu(gpu).occupants[0].nominated);
-    EXPECT_FALSE(state().ReservedPods().contains(h1->gpu(gpu).occupants[0].pod_uid));
+    EXPECT_FALSE(state().ReservedPods(h1->name()).contains(h1->gpu(gpu).occupants[0].pod_uid));
     EXPECT_EQ(h1->gpu(gpu).occupants[0].pod_uid, "uid-big");
   }
   EXPECT_THAT(h1->nominees(), ElementsAre(Nominee{"uid-big", 100}));
@@ -1646,7 +1647,7 @@ TEST_F(ClusterStateTest, NominatedPodHoldsTheOfferedGpusUntilItIsBound) {
   const auto h2 = Node("h2");
   EXPECT_THAT(UsedGpus(*h2), ElementsAre(4, 5));
   EXPECT_TRUE(h2->nominees().empty());
-  EXPECT_TRUE(state().ReservedPods().contains(h2->gpu(4).occupants[0].pod_uid));
+  EXPECT_TRUE(state().ReservedPods(h2->name()).contains(h2->gpu(4).occupants[0].pod_uid));
   counts = state().Counts();
   EXPECT_EQ(counts.claims, 0u);
   EXPECT_EQ(counts.reservations, 1u);

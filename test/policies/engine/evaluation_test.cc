@@ -368,7 +368,7 @@ TEST(EvaluationTest, ReservationsAreSeenByTheNextEvaluation) {
   NodeEvaluation second = cluster.Evaluate(MakePod().Name("b").Gpus(1).Obj(), "n");
   ASSERT_TRUE(second.fits());
   EXPECT_NE(second.gpus, first.gpus);
-  EXPECT_TRUE(cluster.state().ReservedPods().contains(
+  EXPECT_TRUE(cluster.state().ReservedPods("n").contains(
       cluster.Node("n")->gpu(ToIndices(first.gpus).front()).occupants.front().pod_uid));
 }
 

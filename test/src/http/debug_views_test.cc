@@ -19,7 +19,7 @@ using testing::TestCluster;
 // snapshot, whether a bind is in flight from the cluster state.
 json OccupantsOf(TestCluster& cluster, const std::string& node, int gpu) {
   const json rendered =
-      json::parse(RenderNode(*cluster.Node(node), cluster.state().ReservedPods()));
+      json::parse(RenderNode(*cluster.Node(node), cluster.state().ReservedPods(node)));
   return rendered["gpuList"][static_cast<size_t>(gpu)]["occupants"];
 }
 
