@@ -17,7 +17,7 @@ ThreadPoolExecutor::ThreadPoolExecutor(int threads, const std::function<void()>&
 
 ThreadPoolExecutor::~ThreadPoolExecutor() {
   stopping_.store(true);
-  wake_.release(static_cast<std::ptrdiff_t>(threads_.size()));
+  wake_.Release(static_cast<std::ptrdiff_t>(threads_.size()));
   for (std::thread& thread : threads_) thread.join();
   // What is still queued is destroyed unrun, here: a task's captures may post again, which then
   // finds the executor stopping.
@@ -46,7 +46,7 @@ void ThreadPoolExecutor::Push(TimePoint due, Task task) {
   while (!incoming_.compare_exchange_weak(posted->next, posted, std::memory_order_release,
                                           std::memory_order_relaxed)) {
   }
-  wake_.release();
+  wake_.Release();
 }
 
 void ThreadPoolExecutor::TakeIncomingLocked() {
@@ -87,15 +87,15 @@ void ThreadPoolExecutor::Run() {
     if (task) {
       // One permit per task run, so that permits do not pile up while the pool stays busy. It
       // may be another post's: this thread takes that post itself, in its next round.
-      (void)wake_.try_acquire();
+      (void)wake_.TryAcquire();
       task();
       continue;  // `task`, and so its captures, is destroyed before the lock is taken again
     }
     // A post or a stop releases the semaphore: nothing posted after the take above is missed.
     if (waiting_for_due) {
-      (void)wake_.try_acquire_until(next_due);
+      (void)wake_.TryAcquireUntil(next_due);
     } else {
-      wake_.acquire();
+      wake_.Acquire();
     }
   }
 }

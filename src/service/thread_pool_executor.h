@@ -10,7 +10,7 @@
 // waited, on a loaded machine, whenever one of them was preempted holding it: 2-15 ms, until that
 // thread's next turn on the CPU (bench/HISTORY.md, 2026-12-06). A post is pushed onto a lock-free
 // list, which a pool thread empties in one atomic exchange, and counted on a semaphore that
-// wakes one.
+// wakes one (WakeSemaphore: an idle pool thread sleeps, it does not spin).
 //
 // Thread safety: thread-safe. `thread_start`, when given, runs first on each thread (the
 // application lowers the threads' CPU priority there). The destructor finishes the tasks
@@ -25,13 +25,13 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <semaphore>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "gputopo/executor.h"
 #include "gputopo/mutex.h"
+#include "src/service/wake_semaphore.h"
 
 namespace gputopo::service {
 
@@ -61,7 +61,7 @@ class ThreadPoolExecutor final : public Executor {
 
   std::atomic<bool> stopping_{false};
   std::atomic<Posted*> incoming_{nullptr};  // newest first; owned until taken
-  std::counting_semaphore<> wake_{0};       // one release per post, and one per thread to stop
+  WakeSemaphore wake_;                      // one release per post, and one per thread to stop
   Mutex mutex_;                             // taken by the pool's threads only, never by a poster
   // Tasks by due time, then by order of taking (posting order within one take).
   std::map<std::pair<TimePoint, uint64_t>, Task> queued_ GPUTOPO_GUARDED_BY(mutex_);
