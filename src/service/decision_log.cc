@@ -30,6 +30,8 @@ size_t ApproxBytes(const CycleRecord& r) {
   size_t n = sizeof(CycleRecord) + r.pod_key.capacity() + r.pod_uid.capacity() +
              r.requirements.capacity() + r.preset.capacity() + r.error.capacity() +
              r.normalization.capacity();
+  n += r.candidate_positions.capacity() * sizeof(size_t);
+  n += r.candidate_evaluations.capacity() * sizeof(policies::EvaluationRef);
   n += r.nodes.capacity() * sizeof(CycleRecord::NodeRef);
   n += r.node_states.capacity() * sizeof(r.node_states[0]);
   n += r.lease.ApproxBytes();

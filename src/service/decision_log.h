@@ -59,15 +59,23 @@ struct CycleRecord {
   std::shared_ptr<const policies::Preset> preset_used;
   std::string error;  // set when the whole request failed
 
-  // One entry per candidate node, in request order: where its state is (see below; with
-  // kUnknownNode set, its name is in unknown_nodes) and which evaluation it got.
+  // Until TrimForLog: every candidate node in request order, as the EvaluationSource answered
+  // (moved, not copied: the request path writes nothing per candidate for the record): its
+  // position in `snapshot` (ClusterSnapshot::kNotFound for a name gputopo does not know; those
+  // names are unknown_nodes, in order) and its evaluation. TrimForLog keeps some of them in
+  // `nodes` and frees these.
+  std::vector<size_t> candidate_positions;
+  std::vector<policies::EvaluationRef> candidate_evaluations;
+
+  // After TrimForLog: one entry per candidate kept, in request order: where its state is (see
+  // below; with kUnknownNode set, its name is in unknown_nodes) and which evaluation it got.
   struct NodeRef {
     uint32_t node = 0;
     policies::EvaluationRef evaluation;
   };
-  // While the cycle runs: the snapshot it read, and NodeRef::node is a position in it. Commit
-  // replaces it with node_states, the states of the nodes the record keeps, and NodeRef::node
-  // is then an index into node_states: a recorded cycle does not pin a whole snapshot.
+  // While the cycle runs: the snapshot it read. TrimForLog replaces it with node_states, the
+  // states of the nodes the record keeps, and NodeRef::node is an index into node_states: a
+  // recorded cycle does not pin a whole snapshot.
   std::shared_ptr<const policies::ClusterSnapshot> snapshot;
   std::vector<std::shared_ptr<const policies::NodeState>> node_states;
   std::vector<NodeRef> nodes;
@@ -75,8 +83,8 @@ struct CycleRecord {
   // Keeps the evaluations NodeRefs point to alive (shared with other cycles through the
   // evaluation source's caches).
   evaluation::EvaluationLease lease;
-  // Prioritize only: the 0..10 priority each node got (parallel to nodes), after the preset's
-  // normalization across the candidates.
+  // Prioritize only: the 0..10 priority each node got (parallel to the candidates, then to
+  // nodes), after the preset's normalization across the candidates.
   std::vector<int> priorities;
   std::string normalization;
 
@@ -94,16 +102,15 @@ struct CycleRecord {
   // Failures by reason over all candidates (nodes may list only some of them).
   std::map<std::string, size_t> failure_reasons;
 
-  // A filter of a pod without GPUs: every candidate passed, none was evaluated, and `nodes` is
-  // empty (the pod's prioritize evaluates them, to score).
+  // A filter of a pod without GPUs: every candidate passed, none was evaluated, and the record
+  // lists no candidates (the pod's prioritize evaluates them, to score).
   bool GpuLessFilter() const {
     return verb == Verb::kFilter && error.empty() && pod.has_value() && pod->gpus <= 0;
   }
+  // Of a kept node (after TrimForLog).
   const std::string& NodeName(const NodeRef& ref) const;
-  // Precondition: the node is known (kUnknownNode not set).
-  const policies::NodeState& StateOf(const NodeRef& ref) const {
-    return snapshot != nullptr ? *snapshot->nodes()[ref.node] : *node_states[ref.node];
-  }
+  // Precondition: the node is known (kUnknownNode not set) and kept.
+  const policies::NodeState& StateOf(const NodeRef& ref) const { return *node_states[ref.node]; }
   const policies::NodeEvaluation& EvaluationOf(const NodeRef& ref) const {
     return *ref.evaluation.evaluation;
   }

@@ -1,6 +1,7 @@
 #include "src/service/decision_recorder.h"
 
 #include <algorithm>
+#include <numeric>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -8,21 +9,23 @@
 namespace gputopo::service {
 
 void TrimForLog(CycleRecord& record, size_t keep) {
+  const std::vector<policies::EvaluationRef>& candidates = record.candidate_evaluations;
   // Failures by reason: reasons are few and shared by many nodes, so count by text first.
   std::unordered_map<std::string_view, size_t> reasons;
-  for (const CycleRecord::NodeRef& ref : record.nodes) {
-    if (!ref.evaluation.fits()) ++reasons[ref.evaluation.evaluation->reason];
+  for (const policies::EvaluationRef& e : candidates) {
+    if (!e.fits()) ++reasons[e.evaluation->reason];
   }
   for (const auto& [reason, count] : reasons) record.failure_reasons[std::string(reason)] += count;
-  if (record.nodes.size() > 2 * keep) {
+  // Which candidates to keep, in request order.
+  std::vector<size_t> kept;
+  if (candidates.size() > 2 * keep) {
     // The first `keep` failures, and the `keep` best scores with ties to the earlier node: a
     // max-heap holds the worst (-score, position) kept so far, so most nodes cost one comparison.
-    std::vector<size_t> kept;
     std::vector<std::pair<double, size_t>> best;
     best.reserve(keep);
     size_t failed = 0;
-    for (size_t i = 0; i < record.nodes.size(); ++i) {
-      const policies::EvaluationRef& e = record.nodes[i].evaluation;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const policies::EvaluationRef& e = candidates[i];
       if (!e.fits()) {
         if (failed < keep) kept.push_back(i);
         ++failed;
@@ -40,25 +43,42 @@ void TrimForLog(CycleRecord& record, size_t keep) {
     }
     for (const auto& [score, i] : best) kept.push_back(i);
     std::sort(kept.begin(), kept.end());
-    std::vector<CycleRecord::NodeRef> nodes;
-    std::vector<int> priorities;
-    nodes.reserve(kept.size());
-    for (size_t i : kept) {
-      nodes.push_back(record.nodes[i]);
-      if (!record.priorities.empty()) priorities.push_back(record.priorities[i]);
-    }
-    record.nodes = std::move(nodes);
-    record.priorities = std::move(priorities);
+  } else {
+    kept.resize(candidates.size());
+    std::iota(kept.begin(), kept.end(), size_t{0});
   }
-  if (record.snapshot != nullptr) {
-    const auto& states = record.snapshot->nodes();
-    for (CycleRecord::NodeRef& ref : record.nodes) {
-      if ((ref.node & CycleRecord::kUnknownNode) != 0) continue;
-      record.node_states.push_back(states[ref.node]);
+  // unknown_nodes names the unknown candidates in order; the kept ones move to its front.
+  std::vector<std::string> unknown;
+  size_t unknown_seen = 0;
+  size_t next = 0;  // the first candidate not yet looked at for unknown_seen
+  const bool has_priorities = !record.priorities.empty();
+  std::vector<int> priorities;
+  record.nodes.reserve(kept.size());
+  if (has_priorities) priorities.reserve(kept.size());
+  for (size_t i : kept) {
+    const size_t position = record.candidate_positions[i];
+    CycleRecord::NodeRef ref;
+    ref.evaluation = candidates[i];
+    if (position == policies::ClusterSnapshot::kNotFound) {
+      for (; next < i; ++next) {
+        if (record.candidate_positions[next] == policies::ClusterSnapshot::kNotFound) {
+          ++unknown_seen;
+        }
+      }
+      ref.node = CycleRecord::kUnknownNode | static_cast<uint32_t>(unknown.size());
+      unknown.push_back(std::move(record.unknown_nodes[unknown_seen]));
+    } else {
+      record.node_states.push_back(record.snapshot->nodes()[position]);
       ref.node = static_cast<uint32_t>(record.node_states.size() - 1);
     }
-    record.snapshot.reset();
+    record.nodes.push_back(ref);
+    if (has_priorities) priorities.push_back(record.priorities[i]);
   }
+  record.unknown_nodes = std::move(unknown);
+  if (has_priorities) record.priorities = std::move(priorities);
+  record.candidate_positions = {};
+  record.candidate_evaluations = {};
+  record.snapshot.reset();
 }
 
 DecisionRecorder::DecisionRecorder(CommitFn commit, Executor& executor, RecorderOptions options)

@@ -15,16 +15,16 @@ CycleSummary SummaryOf(const CycleRecord& record) {
   return {record.pod_key, record.passed, record.failed, record.unresolvable};
 }
 
-// Under filter_decides: the candidate (an index into record.nodes) that prioritize would score
-// highest (policies::DecidedCandidate), or nullopt when fewer than two fit.
+// Under filter_decides: the candidate (an index into the record's candidates) that prioritize
+// would score highest (policies::DecidedCandidate), or nullopt when fewer than two fit.
 std::optional<size_t> DecidedNode(const CycleRecord& record,
                                   const std::vector<std::string_view>& names) {
   if (record.passed < 2 || record.preset_used == nullptr || !record.pod) return std::nullopt;
   const policies::CandidateOrder order(*record.preset_used, *record.pod);
   return policies::DecidedCandidate(
-      record.nodes.size(),
+      record.candidate_evaluations.size(),
       [&](size_t i) -> std::optional<double> {
-        const policies::EvaluationRef& e = record.nodes[i].evaluation;
+        const policies::EvaluationRef& e = record.candidate_evaluations[i];
         if (!e.fits()) return std::nullopt;
         return order.Input(e, names[i]);
       },
@@ -75,14 +75,15 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(
       evaluation::Evaluations evaluations =
           context_.evaluations.Evaluate({*requirements, *preset, *record->snapshot, args.node_names,
                                          pod_key, args.pod.uid, args.pod.priority});
-      const std::vector<size_t>& positions = evaluations.positions;
       record->evaluated = evaluations.evaluated;
       record->from_filter = evaluations.reused;
       record->lease = std::move(evaluations.lease);
-      record->nodes.resize(positions.size());
+      record->candidate_positions = std::move(evaluations.positions);
+      record->candidate_evaluations = std::move(evaluations.per_node);
+      const std::vector<size_t>& positions = record->candidate_positions;
+      std::vector<policies::EvaluationRef>& per_node = record->candidate_evaluations;
       std::shared_ptr<const policies::NodeEvaluation> unknown;
       for (size_t i = 0; i < positions.size(); ++i) {
-        CycleRecord::NodeRef& ref = record->nodes[i];
         if (positions[i] == policies::ClusterSnapshot::kNotFound) {
           if (unknown == nullptr) {
             policies::NodeEvaluation e;
@@ -100,22 +101,13 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(
             unknown = std::make_shared<const policies::NodeEvaluation>(std::move(e));
             record->lease.Hold(unknown);
           }
-          ref.node =
-              CycleRecord::kUnknownNode | static_cast<uint32_t>(record->unknown_nodes.size());
           record->unknown_nodes.emplace_back(args.node_names[i]);
-          ref.evaluation = policies::EvaluationRef::To(*unknown);
-          if (unknown->fits()) {
-            ++record->passed;
-          } else {
-            ++record->failed;
-          }
-          continue;
+          per_node[i] = policies::EvaluationRef::To(*unknown);
         }
-        ref.node = static_cast<uint32_t>(positions[i]);
-        ref.evaluation = evaluations.per_node[i];
-        if (ref.evaluation.fits())
+        const policies::EvaluationRef& e = per_node[i];
+        if (e.fits())
           ++record->passed;
-        else if (ref.evaluation.verdict == policies::Verdict::kUnresolvable)
+        else if (e.verdict == policies::Verdict::kUnresolvable)
           ++record->unresolvable;
         else
           ++record->failed;
@@ -123,16 +115,17 @@ std::shared_ptr<CycleRecord> ExtenderService::RunCycle(
     }
   }
   if (verb == Verb::kPrioritize && record->error.empty()) {
-    // record->nodes is parallel to args.node_names once evaluated; empty after an error.
+    // The candidates are parallel to args.node_names once evaluated; empty after an error.
     const std::optional<policies::CandidateOrder> order =
         record->preset_used != nullptr && record->pod
             ? std::optional<policies::CandidateOrder>(std::in_place, *record->preset_used,
                                                       *record->pod)
             : std::nullopt;
     std::vector<std::optional<double>> weighted;
-    weighted.reserve(record->nodes.size());
-    for (size_t i = 0; i < record->nodes.size(); ++i) {
-      const policies::EvaluationRef& e = record->nodes[i].evaluation;
+    const std::vector<policies::EvaluationRef>& candidates = record->candidate_evaluations;
+    weighted.reserve(candidates.size());
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const policies::EvaluationRef& e = candidates[i];
       weighted.push_back(e.fits() && order ? std::optional<double>(order->Input(
                                                  e, order->by_name() ? args.node_names[i] : ""))
                                            : std::nullopt);
@@ -159,15 +152,16 @@ FilterReply ExtenderService::Filter(const extender::ExtenderArgs& args) {
   } else if (record->GpuLessFilter()) {
     reply.outcomes.assign(args.node_names.size(), {true, false, std::string_view()});
   } else {
-    // The decided candidate's index, or none (nodes.size()): a plain index, not an optional,
+    // The decided candidate's index, or none (candidates.size()): a plain index, not an optional,
     // which GCC's -O2 reports as maybe-uninitialized.
-    const size_t none = record->nodes.size();
+    const std::vector<policies::EvaluationRef>& candidates = record->candidate_evaluations;
+    const size_t none = candidates.size();
     const size_t decided =
         options_.filter_decides ? DecidedNode(*record, args.node_names).value_or(none) : none;
     if (decided != none) record->decided_node = std::string(args.node_names[decided]);
-    reply.outcomes.reserve(record->nodes.size());
-    for (size_t i = 0; i < record->nodes.size(); ++i) {
-      const policies::EvaluationRef& e = record->nodes[i].evaluation;
+    reply.outcomes.reserve(candidates.size());
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const policies::EvaluationRef& e = candidates[i];
       const bool left_out = e.fits() && decided != none && i != decided;
       reply.outcomes.push_back({e.fits() && !left_out,
                                 e.verdict == policies::Verdict::kUnresolvable,
@@ -186,8 +180,8 @@ PrioritizeReply ExtenderService::Prioritize(const extender::ExtenderArgs& args) 
   if (!record->error.empty()) {
     reply.error = record->error;
   } else {
-    reply.scores.reserve(record->nodes.size());
-    for (size_t i = 0; i < record->nodes.size(); ++i) {
+    reply.scores.reserve(record->candidate_evaluations.size());
+    for (size_t i = 0; i < record->candidate_evaluations.size(); ++i) {
       reply.scores.emplace_back(args.node_names[i], record->priorities[i]);
     }
   }

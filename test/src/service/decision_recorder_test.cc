@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "src/service/thread_pool_executor.h"
+#include "test/support/builders.h"
 #include "test/support/manual_executor.h"
+#include "test/support/test_cluster.h"
 
 namespace gputopo::service {
 namespace {
@@ -148,16 +150,11 @@ TEST(DecisionRecorderTest, TrimsEachRecordToWhatDebugShowsAndCountsEveryReason) 
   auto record = Record("ml/p");
   record->verb = Verb::kPrioritize;
   for (int i = 0; i < 10; ++i) {
-    CycleRecord::NodeRef ref;
-    ref.node = CycleRecord::kUnknownNode | static_cast<uint32_t>(i);
+    record->candidate_positions.push_back(policies::ClusterSnapshot::kNotFound);
     record->unknown_nodes.push_back("n" + std::to_string(i));
-    if (i < 6) {
-      ref.evaluation =
-          evaluation(policies::Verdict::kUnschedulable, i % 2 ? "full" : "unhealthy", 0);
-    } else {
-      ref.evaluation = evaluation(policies::Verdict::kFits, "", i - 5);
-    }
-    record->nodes.push_back(ref);
+    record->candidate_evaluations.push_back(
+        i < 6 ? evaluation(policies::Verdict::kUnschedulable, i % 2 ? "full" : "unhealthy", 0)
+              : evaluation(policies::Verdict::kFits, "", i - 5));
     record->priorities.push_back(i);
   }
   recorder.Observe(std::move(record));
@@ -183,16 +180,61 @@ TEST(DecisionRecorderTest, TrimmingKeepsTheEarlierOfEqualScoresAndTheBestWhereve
     e.verdict = policies::Verdict::kFits;
     e.weighted_score = i == 13 ? 9 : i == 17 ? 7 : 5;
     owned.push_back(std::make_shared<const policies::NodeEvaluation>(std::move(e)));
-    CycleRecord::NodeRef ref;
-    ref.node = CycleRecord::kUnknownNode | static_cast<uint32_t>(i);
-    ref.evaluation = policies::EvaluationRef::To(*owned.back());
+    record.candidate_positions.push_back(policies::ClusterSnapshot::kNotFound);
+    record.candidate_evaluations.push_back(policies::EvaluationRef::To(*owned.back()));
     record.unknown_nodes.push_back("n" + std::to_string(i));
-    record.nodes.push_back(ref);
   }
   TrimForLog(record, 3);
   std::vector<std::string> kept;
   for (const CycleRecord::NodeRef& ref : record.nodes) kept.push_back(record.NodeName(ref));
   EXPECT_EQ(kept, (std::vector<std::string>{"n0", "n13", "n17"}));
+}
+
+TEST(DecisionRecorderTest, TrimmingKeepsKnownNodesStatesAndUnknownNodesNames) {
+  // Candidates in request order: ghost0 (unknown), a, ghost1 (unknown), b, c. A GPU-less pod
+  // fits a node gputopo does not know with the top score, so ghost1 is among the best; ghost0,
+  // an earlier unknown name, is not kept, and the kept unknown must still be named ghost1.
+  testing::TestCluster cluster;
+  for (const char* name : {"a", "b", "c"}) {
+    cluster.Add(testing::MakeNode().Name(name).Profile("dgx1").Replicas(1).Allocatable(8).Obj());
+  }
+  std::vector<std::shared_ptr<const policies::NodeEvaluation>> owned;
+  auto evaluation = [&](policies::Verdict verdict, double score) {
+    policies::NodeEvaluation e;
+    e.verdict = verdict;
+    e.reason = verdict == policies::Verdict::kFits ? "" : "full";
+    e.weighted_score = score;
+    owned.push_back(std::make_shared<const policies::NodeEvaluation>(std::move(e)));
+    return policies::EvaluationRef::To(*owned.back());
+  };
+  CycleRecord record;
+  record.snapshot = cluster.state().Snapshot();
+  const policies::FlatNameIndex& index = *record.snapshot->name_index();
+  auto add = [&](std::string_view name, policies::EvaluationRef e) {
+    const size_t position = index.Find(name);
+    record.candidate_positions.push_back(position);
+    record.candidate_evaluations.push_back(e);
+    if (position == policies::ClusterSnapshot::kNotFound) {
+      record.unknown_nodes.emplace_back(name);
+    }
+  };
+  add("ghost0", evaluation(policies::Verdict::kFits, 0));
+  add("a", evaluation(policies::Verdict::kFits, 5));
+  add("ghost1", evaluation(policies::Verdict::kFits, 9));
+  add("b", evaluation(policies::Verdict::kFits, 7));
+  add("c", evaluation(policies::Verdict::kUnschedulable, 0));
+  record.priorities = {0, 5, 10, 7, 0};
+  TrimForLog(record, 2);  // 5 > 2 * 2: the first 2 failures (c) and the 2 best (ghost1, b)
+  std::vector<std::string> kept;
+  for (const CycleRecord::NodeRef& ref : record.nodes) kept.push_back(record.NodeName(ref));
+  EXPECT_EQ(kept, (std::vector<std::string>{"ghost1", "b", "c"}));
+  EXPECT_EQ(record.priorities, (std::vector<int>{10, 7, 0}));
+  EXPECT_EQ(record.unknown_nodes, (std::vector<std::string>{"ghost1"}));
+  EXPECT_EQ(record.node_states.size(), 2u) << "the states of b and c only";
+  EXPECT_EQ(record.StateOf(record.nodes[1]).name(), "b");
+  EXPECT_EQ(record.snapshot, nullptr) << "a recorded cycle does not pin its snapshot";
+  EXPECT_TRUE(record.candidate_evaluations.empty());
+  EXPECT_EQ(record.failure_reasons, (std::map<std::string, size_t>{{"full", 1}}));
 }
 
 TEST(DecisionRecorderTest, RecordsFromManyThreadsOnRealThreadsAreCommittedOnce) {

@@ -73,11 +73,11 @@ TEST(ExtenderServiceTest, ACycleDependsOnlyOnItsSnapshotAndWritesNothing) {
   EXPECT_EQ(on_after->passed, 1u) << "b is full on the newer one";
   EXPECT_EQ(on_before->failed, 1u);  // ghost
   auto again = s.service.RunCycle(Verb::kFilter, args, before, 9);
-  ASSERT_EQ(again->nodes.size(), on_before->nodes.size());
-  for (size_t i = 0; i < again->nodes.size(); ++i) {
-    EXPECT_EQ(again->nodes[i].evaluation.verdict, on_before->nodes[i].evaluation.verdict);
-    EXPECT_EQ(again->nodes[i].evaluation.weighted_score,
-              on_before->nodes[i].evaluation.weighted_score);
+  ASSERT_EQ(again->candidate_evaluations.size(), on_before->candidate_evaluations.size());
+  for (size_t i = 0; i < again->candidate_evaluations.size(); ++i) {
+    EXPECT_EQ(again->candidate_evaluations[i].verdict, on_before->candidate_evaluations[i].verdict);
+    EXPECT_EQ(again->candidate_evaluations[i].weighted_score,
+              on_before->candidate_evaluations[i].weighted_score);
   }
   EXPECT_TRUE(observer.records.empty()) << "RunCycle told the observer";
   EXPECT_TRUE(s.decisions.Recent(16).empty());
@@ -133,7 +133,7 @@ TEST(ExtenderServiceTest, AGpuLessPodPassesEveryNodeTheGpuNodesAndTheOthers) {
   ASSERT_EQ(observer.records.size(), 1u);
   EXPECT_TRUE(observer.records[0]->GpuLessFilter());
   EXPECT_EQ(observer.records[0]->evaluated, 0u);
-  EXPECT_TRUE(observer.records[0]->nodes.empty());
+  EXPECT_TRUE(observer.records[0]->candidate_evaluations.empty());
   const PrioritizeReply prioritize = s.service.Prioritize(args);
   ASSERT_EQ(prioritize.scores.size(), 3u);
   // A node without GPUs is where it strands nothing: the top priority.
@@ -143,7 +143,7 @@ TEST(ExtenderServiceTest, AGpuLessPodPassesEveryNodeTheGpuNodesAndTheOthers) {
   ASSERT_EQ(observer.records.size(), 2u);
   EXPECT_FALSE(observer.records[1]->GpuLessFilter());
   EXPECT_FALSE(observer.records[1]->from_filter);
-  EXPECT_EQ(observer.records[1]->nodes.size(), 3u);
+  EXPECT_EQ(observer.records[1]->candidate_evaluations.size(), 3u);
   EXPECT_EQ(observer.records[1]->passed, 3u);
 }
 
