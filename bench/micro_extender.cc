@@ -15,6 +15,7 @@
 #include "src/app/app.h"
 #include "src/app/system_clock.h"
 #include "src/codec/extender_codec.h"
+#include "src/service/decision_recorder.h"
 
 namespace gputopo::bench {
 namespace {
@@ -177,6 +178,33 @@ void BM_PrioritizeWarmEvicted(benchmark::State& state) {
     benchmark::DoNotOptimize(extender::WritePriorityList(args, reply.scores));
     app.decision_recorder().Flush();  // the commit, in this thread, as before
   });
+}
+
+// The recorder's trim of one cycle's record (background work, on the CPUs the request path
+// shares): every node fits, with scores in random order (as kube-scheduler's candidates come),
+// of which the 200 best are kept with their node states.
+void BM_TrimForLog(benchmark::State& state) {
+  Fixture& f = FixtureFor(static_cast<int>(state.range(0)));
+  const std::shared_ptr<const policies::ClusterSnapshot> snapshot = f.app->state().Snapshot();
+  std::mt19937_64 rng(7);
+  std::vector<std::shared_ptr<const policies::NodeEvaluation>> owned;
+  service::CycleRecord full;
+  full.snapshot = snapshot;
+  for (size_t position = 0; position < snapshot->node_count(); ++position) {
+    policies::NodeEvaluation e;
+    e.verdict = policies::Verdict::kFits;
+    e.weighted_score = static_cast<double>(rng() % 100000) / 1000.0;
+    owned.push_back(std::make_shared<const policies::NodeEvaluation>(std::move(e)));
+    full.candidate_positions.push_back(position);
+    full.candidate_evaluations.push_back(policies::EvaluationRef::To(*owned.back()));
+  }
+  for (auto _ : state) {
+    state.PauseTiming();
+    service::CycleRecord record = full;
+    state.ResumeTiming();
+    service::TrimForLog(record, 200);
+    benchmark::DoNotOptimize(record.nodes.data());
+  }
 }
 
 // Looking up every requested name in the snapshot's name index (5000 names, shuffled), with
@@ -371,6 +399,7 @@ BENCHMARK(BM_ParseFullNodes_Simdjson)->Arg(5000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FilterWarm)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FilterWarmEvicted)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PrioritizeWarmEvicted)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TrimForLog)->Arg(5000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FindNodeNames)->Arg(5000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FindNodeNamesWarm)->Arg(5000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_WriteFilterResult)->Arg(5000)->Unit(benchmark::kMicrosecond);
