@@ -12,6 +12,11 @@ namespace gputopo::service {
 
 void TrimForLog(CycleRecord& record, size_t keep) {
   const std::vector<policies::EvaluationRef>& candidates = record.candidate_evaluations;
+  if (candidates.empty()) {
+    // Nothing evaluated (an error, a GPU-less filter), or trimmed already: kept as it is.
+    record.snapshot.reset();
+    return;
+  }
   // Failures by reason: reasons are few and shared by many nodes, so count by text first.
   std::unordered_map<std::string_view, size_t> reasons;
   for (const policies::EvaluationRef& e : candidates) {

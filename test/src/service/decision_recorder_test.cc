@@ -235,6 +235,13 @@ TEST(DecisionRecorderTest, TrimmingKeepsKnownNodesStatesAndUnknownNodesNames) {
   EXPECT_EQ(record.snapshot, nullptr) << "a recorded cycle does not pin its snapshot";
   EXPECT_TRUE(record.candidate_evaluations.empty());
   EXPECT_EQ(record.failure_reasons, (std::map<std::string, size_t>{{"full", 1}}));
+
+  TrimForLog(record, 2);  // trimming again changes nothing
+  kept.clear();
+  for (const CycleRecord::NodeRef& ref : record.nodes) kept.push_back(record.NodeName(ref));
+  EXPECT_EQ(kept, (std::vector<std::string>{"ghost1", "b", "c"}));
+  EXPECT_EQ(record.priorities, (std::vector<int>{10, 7, 0}));
+  EXPECT_EQ(record.failure_reasons, (std::map<std::string, size_t>{{"full", 1}}));
 }
 
 TEST(DecisionRecorderTest, RecordsFromManyThreadsOnRealThreadsAreCommittedOnce) {
