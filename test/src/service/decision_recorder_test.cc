@@ -32,6 +32,36 @@ std::shared_ptr<CycleRecord> Record(const std::string& pod) {
   return record;
 }
 
+// A record's candidates as RunCycle lists them, with the evaluations they point to kept alive.
+class Candidates {
+ public:
+  // Appends candidate `name` to `record`: at its position in `index` when that knows it, else
+  // unknown (its name then in unknown_nodes).
+  void Add(CycleRecord& record, std::string_view name, policies::Verdict verdict,
+           std::string reason, double score, const policies::FlatNameIndex* index = nullptr) {
+    policies::NodeEvaluation e;
+    e.verdict = verdict;
+    e.reason = std::move(reason);
+    e.weighted_score = score;
+    owned_.push_back(std::make_shared<const policies::NodeEvaluation>(std::move(e)));
+    const size_t position =
+        index != nullptr ? index->Find(name) : policies::ClusterSnapshot::kNotFound;
+    record.candidate_positions.push_back(position);
+    record.candidate_evaluations.push_back(policies::EvaluationRef::To(*owned_.back()));
+    if (position == policies::ClusterSnapshot::kNotFound) record.unknown_nodes.emplace_back(name);
+  }
+
+ private:
+  std::vector<std::shared_ptr<const policies::NodeEvaluation>> owned_;
+};
+
+// The names of the nodes a trimmed record kept, in its order.
+std::vector<std::string> KeptNames(const CycleRecord& record) {
+  std::vector<std::string> kept;
+  for (const CycleRecord::NodeRef& ref : record.nodes) kept.push_back(record.NodeName(ref));
+  return kept;
+}
+
 // Commits into a list, remembering on which thread.
 struct Committed {
   std::mutex mutex;
@@ -138,23 +168,16 @@ TEST(DecisionRecorderTest, TrimsEachRecordToWhatDebugShowsAndCountsEveryReason) 
   DecisionRecorder recorder([&](std::shared_ptr<const CycleRecord> r) { got.push_back(r); },
                             executor, options);
   // Ten candidates: six fail (two reasons), four pass with scores 1..4.
-  std::vector<std::shared_ptr<const policies::NodeEvaluation>> owned;
-  auto evaluation = [&](policies::Verdict verdict, std::string reason, double score) {
-    policies::NodeEvaluation e;
-    e.verdict = verdict;
-    e.reason = std::move(reason);
-    e.weighted_score = score;
-    owned.push_back(std::make_shared<const policies::NodeEvaluation>(std::move(e)));
-    return policies::EvaluationRef::To(*owned.back());
-  };
+  Candidates candidates;
   auto record = Record("ml/p");
   record->verb = Verb::kPrioritize;
   for (int i = 0; i < 10; ++i) {
-    record->candidate_positions.push_back(policies::ClusterSnapshot::kNotFound);
-    record->unknown_nodes.push_back("n" + std::to_string(i));
-    record->candidate_evaluations.push_back(
-        i < 6 ? evaluation(policies::Verdict::kUnschedulable, i % 2 ? "full" : "unhealthy", 0)
-              : evaluation(policies::Verdict::kFits, "", i - 5));
+    if (i < 6) {
+      candidates.Add(*record, "n" + std::to_string(i), policies::Verdict::kUnschedulable,
+                     i % 2 ? "full" : "unhealthy", 0);
+    } else {
+      candidates.Add(*record, "n" + std::to_string(i), policies::Verdict::kFits, "", i - 5);
+    }
     record->priorities.push_back(i);
   }
   recorder.Observe(std::move(record));
@@ -163,31 +186,24 @@ TEST(DecisionRecorderTest, TrimsEachRecordToWhatDebugShowsAndCountsEveryReason) 
   const CycleRecord& trimmed = *got[0];
   EXPECT_EQ(trimmed.failure_reasons,
             (std::map<std::string, size_t>{{"full", 3}, {"unhealthy", 3}}));
-  std::vector<std::string> kept;
-  for (const CycleRecord::NodeRef& ref : trimmed.nodes) kept.push_back(trimmed.NodeName(ref));
   // The first two failures and the two best scores (n8, n9), in request order.
-  EXPECT_EQ(kept, (std::vector<std::string>{"n0", "n1", "n8", "n9"}));
+  EXPECT_EQ(KeptNames(trimmed), (std::vector<std::string>{"n0", "n1", "n8", "n9"}));
   EXPECT_EQ(trimmed.priorities, (std::vector<int>{0, 1, 8, 9}));
 }
 
 TEST(DecisionRecorderTest, TrimmingKeepsTheEarlierOfEqualScoresAndTheBestWhereverTheyAre) {
   // Twenty passing nodes: scores 5, except 9 at n13 and 7 at n17; keep 3. Besides the two best,
   // the earliest of the 5s (n0) is kept, whatever the order the scan met them in.
-  std::vector<std::shared_ptr<const policies::NodeEvaluation>> owned;
+  Candidates candidates;
   CycleRecord record;
   for (int i = 0; i < 20; ++i) {
-    policies::NodeEvaluation e;
-    e.verdict = policies::Verdict::kFits;
-    e.weighted_score = i == 13 ? 9 : i == 17 ? 7 : 5;
-    owned.push_back(std::make_shared<const policies::NodeEvaluation>(std::move(e)));
-    record.candidate_positions.push_back(policies::ClusterSnapshot::kNotFound);
-    record.candidate_evaluations.push_back(policies::EvaluationRef::To(*owned.back()));
-    record.unknown_nodes.push_back("n" + std::to_string(i));
+    candidates.Add(record, "n" + std::to_string(i), policies::Verdict::kFits, "",
+                   i == 13   ? 9
+                   : i == 17 ? 7
+                             : 5);
   }
   TrimForLog(record, 3);
-  std::vector<std::string> kept;
-  for (const CycleRecord::NodeRef& ref : record.nodes) kept.push_back(record.NodeName(ref));
-  EXPECT_EQ(kept, (std::vector<std::string>{"n0", "n13", "n17"}));
+  EXPECT_EQ(KeptNames(record), (std::vector<std::string>{"n0", "n13", "n17"}));
 }
 
 TEST(DecisionRecorderTest, TrimmingKeepsKnownNodesStatesAndUnknownNodesNames) {
@@ -198,36 +214,18 @@ TEST(DecisionRecorderTest, TrimmingKeepsKnownNodesStatesAndUnknownNodesNames) {
   for (const char* name : {"a", "b", "c"}) {
     cluster.Add(testing::MakeNode().Name(name).Profile("dgx1").Replicas(1).Allocatable(8).Obj());
   }
-  std::vector<std::shared_ptr<const policies::NodeEvaluation>> owned;
-  auto evaluation = [&](policies::Verdict verdict, double score) {
-    policies::NodeEvaluation e;
-    e.verdict = verdict;
-    e.reason = verdict == policies::Verdict::kFits ? "" : "full";
-    e.weighted_score = score;
-    owned.push_back(std::make_shared<const policies::NodeEvaluation>(std::move(e)));
-    return policies::EvaluationRef::To(*owned.back());
-  };
+  Candidates candidates;
   CycleRecord record;
   record.snapshot = cluster.state().Snapshot();
-  const policies::FlatNameIndex& index = *record.snapshot->name_index();
-  auto add = [&](std::string_view name, policies::EvaluationRef e) {
-    const size_t position = index.Find(name);
-    record.candidate_positions.push_back(position);
-    record.candidate_evaluations.push_back(e);
-    if (position == policies::ClusterSnapshot::kNotFound) {
-      record.unknown_nodes.emplace_back(name);
-    }
-  };
-  add("ghost0", evaluation(policies::Verdict::kFits, 0));
-  add("a", evaluation(policies::Verdict::kFits, 5));
-  add("ghost1", evaluation(policies::Verdict::kFits, 9));
-  add("b", evaluation(policies::Verdict::kFits, 7));
-  add("c", evaluation(policies::Verdict::kUnschedulable, 0));
+  const policies::FlatNameIndex* index = record.snapshot->name_index().get();
+  candidates.Add(record, "ghost0", policies::Verdict::kFits, "", 0, index);
+  candidates.Add(record, "a", policies::Verdict::kFits, "", 5, index);
+  candidates.Add(record, "ghost1", policies::Verdict::kFits, "", 9, index);
+  candidates.Add(record, "b", policies::Verdict::kFits, "", 7, index);
+  candidates.Add(record, "c", policies::Verdict::kUnschedulable, "full", 0, index);
   record.priorities = {0, 5, 10, 7, 0};
   TrimForLog(record, 2);  // 5 > 2 * 2: the first 2 failures (c) and the 2 best (ghost1, b)
-  std::vector<std::string> kept;
-  for (const CycleRecord::NodeRef& ref : record.nodes) kept.push_back(record.NodeName(ref));
-  EXPECT_EQ(kept, (std::vector<std::string>{"ghost1", "b", "c"}));
+  EXPECT_EQ(KeptNames(record), (std::vector<std::string>{"ghost1", "b", "c"}));
   EXPECT_EQ(record.priorities, (std::vector<int>{10, 7, 0}));
   EXPECT_EQ(record.unknown_nodes, (std::vector<std::string>{"ghost1"}));
   EXPECT_EQ(record.node_states.size(), 2u) << "the states of b and c only";
@@ -237,9 +235,7 @@ TEST(DecisionRecorderTest, TrimmingKeepsKnownNodesStatesAndUnknownNodesNames) {
   EXPECT_EQ(record.failure_reasons, (std::map<std::string, size_t>{{"full", 1}}));
 
   TrimForLog(record, 2);  // trimming again changes nothing
-  kept.clear();
-  for (const CycleRecord::NodeRef& ref : record.nodes) kept.push_back(record.NodeName(ref));
-  EXPECT_EQ(kept, (std::vector<std::string>{"ghost1", "b", "c"}));
+  EXPECT_EQ(KeptNames(record), (std::vector<std::string>{"ghost1", "b", "c"}));
   EXPECT_EQ(record.priorities, (std::vector<int>{10, 7, 0}));
   EXPECT_EQ(record.failure_reasons, (std::map<std::string, size_t>{{"full", 1}}));
 }
