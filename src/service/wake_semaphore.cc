@@ -2,13 +2,15 @@
 
 #include <cerrno>
 #include <ctime>
-#include <limits>
 #include <type_traits>
 
 namespace gputopo::service {
 
+// A deadline is converted to a CLOCK_MONOTONIC timespec as is: steady_clock is that clock, and
+// its nanoseconds, as seconds, always fit time_t.
 static_assert(
     std::is_same_v<std::chrono::steady_clock::time_point::clock, std::chrono::steady_clock>);
+static_assert(sizeof(time_t) >= sizeof(std::chrono::seconds::rep));
 
 WakeSemaphore::WakeSemaphore() { (void)sem_init(&sem_, /*pshared=*/0, 0); }
 
@@ -31,13 +33,9 @@ bool WakeSemaphore::TryAcquireUntil(std::chrono::steady_clock::time_point deadli
   if (since_epoch.count() < 0) return TryAcquire();
   const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(since_epoch);
   timespec at{};
-  if (seconds.count() >= std::numeric_limits<time_t>::max()) {
-    at.tv_sec = std::numeric_limits<time_t>::max();
-  } else {
-    at.tv_sec = static_cast<time_t>(seconds.count());
-    at.tv_nsec = static_cast<long>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(since_epoch - seconds).count());
-  }
+  at.tv_sec = static_cast<time_t>(seconds.count());
+  at.tv_nsec = static_cast<long>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(since_epoch - seconds).count());
   for (;;) {
     if (sem_clockwait(&sem_, CLOCK_MONOTONIC, &at) == 0) return true;
     if (errno != EINTR) return false;  // ETIMEDOUT
