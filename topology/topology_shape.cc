@@ -79,6 +79,7 @@ Result<std::shared_ptr<const TopologyShape>> TopologyShape::Analyze(
     shape->numa_masks_.push_back(mask);
   }
   shape->ComputeIslands();
+  shape->TabulateSets();
   shape->ComputeBestWeights();
   shape->symmetry_ = FindShapeSymmetry(*shape);
 
@@ -136,7 +137,24 @@ bool TopologyShape::InOneIsland(GpuMask set) const {
   return (set & ~island(island_of(std::countr_zero(set)))) == 0;
 }
 
-double TopologyShape::PairwiseWeight(GpuMask set) const {
+void TopologyShape::TabulateSets() {
+  if (gpu_count_ > kTabulatedGpus) return;
+  const size_t sets = size_t{1} << gpu_count_;
+  set_weight_.resize(sets);
+  most_on_one_numa_.resize(sets);
+  for (size_t set = 0; set < sets; ++set) {
+    set_weight_[set] = SumPairwiseWeight(set);
+    most_on_one_numa_[set] = static_cast<uint8_t>(CountMostOnOneNuma(set));
+  }
+}
+
+int TopologyShape::CountMostOnOneNuma(GpuMask set) const {
+  int most = 0;
+  for (GpuMask mask : numa_masks_) most = std::max(most, Count(set & mask));
+  return most;
+}
+
+double TopologyShape::SumPairwiseWeight(GpuMask set) const {
   double total = 0.0;
   for (GpuMask a = set; a != 0; a &= a - 1) {
     const int ga = std::countr_zero(a);

@@ -13,6 +13,7 @@
 #ifndef GPUTOPO_TOPOLOGY_TOPOLOGY_SHAPE_H_
 #define GPUTOPO_TOPOLOGY_TOPOLOGY_SHAPE_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,8 +57,17 @@ class TopologyShape {
   // True when every GPU of `set` is in one NVLink island (a single GPU always is).
   bool InOneIsland(GpuMask set) const;
 
+  // The most GPUs of `set` on one known NUMA node (0 when none is known).
+  int MostOnOneNuma(GpuMask set) const {
+    if (set < most_on_one_numa_.size()) return most_on_one_numa_[set];
+    return CountMostOnOneNuma(set);
+  }
+
   // Sum of weight() over all pairs of `set`.
-  double PairwiseWeight(GpuMask set) const;
+  double PairwiseWeight(GpuMask set) const {
+    if (set < set_weight_.size()) return set_weight_[set];
+    return SumPairwiseWeight(set);
+  }
   // The largest PairwiseWeight() of any `n` GPUs of this machine (all free). 0 for n <= 1.
   double BestPairwiseWeight(int n) const;
 
@@ -74,6 +84,13 @@ class TopologyShape {
   }
   void ComputeIslands();
   void ComputeBestWeights();
+  // Fills set_weight_ and most_on_one_numa_ on machines of at most kTabulatedGpus GPUs.
+  void TabulateSets();
+  double SumPairwiseWeight(GpuMask set) const;
+  int CountMostOnOneNuma(GpuMask set) const;
+  // A placement search asks about the same sets on every node of a machine type: on machines of
+  // up to this many GPUs (4096 sets, 36 KiB) each set's answer is kept, indexed by its mask.
+  static constexpr int kTabulatedGpus = 12;
 
   int gpu_count_ = 0;
   std::vector<Link> links_;
@@ -84,8 +101,10 @@ class TopologyShape {
   std::vector<GpuMask> islands_;
   std::vector<int> numa_of_;
   std::vector<int> numa_ids_;
-  std::vector<GpuMask> numa_masks_;  // parallel to numa_ids_
-  std::vector<double> best_weight_;  // index n = 0..gpu_count
+  std::vector<GpuMask> numa_masks_;        // parallel to numa_ids_
+  std::vector<double> best_weight_;        // index n = 0..gpu_count
+  std::vector<double> set_weight_;         // [set]: SumPairwiseWeight(set); empty past 12 GPUs
+  std::vector<uint8_t> most_on_one_numa_;  // [set]: CountMostOnOneNuma(set); likewise
   std::string fingerprint_;
   ShapeSymmetry symmetry_;
 };

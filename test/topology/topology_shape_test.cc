@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "test/support/machines.h"
@@ -100,6 +101,39 @@ TEST(TopologyShapeTest, Dgx1IsOneIslandOverTwoNumaNodes) {
   // Best pair: any NV2 pair.
   EXPECT_EQ(s.BestPairwiseWeight(2), 50.0);
   EXPECT_EQ(s.BestPairwiseWeight(1), 0.0);
+}
+
+// The per-set answers are kept in tables on machines of up to 12 GPUs and summed on larger
+// ones: either way they are the plain sums over the set's pairs and NUMA nodes, bit for bit.
+TEST(TopologyShapeTest, PerSetAnswersAreThePlainSumsWhetherTabulatedOrNot) {
+  for (const MachineTopology& machine : {Dgx1(), NvLinkPairs(), testing::PcieTwoNuma(16)}) {
+    auto shape = TopologyShape::Analyze(machine);
+    ASSERT_TRUE(shape.ok()) << shape.status().ToString();
+    const TopologyShape& s = **shape;
+    int checked = 0;
+    for (int k = 0; k <= std::min(s.gpu_count(), 5); ++k) {
+      ForEachCombination(s.all_gpus(), k, [&](GpuMask set) {
+        double weight = 0.0;
+        for (int a = 0; a < s.gpu_count(); ++a) {
+          for (int b = a + 1; b < s.gpu_count(); ++b) {
+            if (Has(set, a) && Has(set, b)) weight += s.weight(a, b);
+          }
+        }
+        int most = 0;
+        for (int id : s.numa_ids()) most = std::max(most, Count(set & s.numa_gpus(id)));
+        EXPECT_EQ(s.PairwiseWeight(set), weight) << s.gpu_count() << " GPUs, set " << set;
+        EXPECT_EQ(s.MostOnOneNuma(set), most) << s.gpu_count() << " GPUs, set " << set;
+        ++checked;
+        return true;
+      });
+    }
+    EXPECT_GT(checked, 100);
+  }
+  // A 16-GPU PCIe machine: pairs on one NUMA node weigh more than pairs across.
+  auto pcie = TopologyShape::Analyze(testing::PcieTwoNuma(16));
+  ASSERT_TRUE(pcie.ok());
+  EXPECT_EQ((*pcie)->MostOnOneNuma(Bit(0) | Bit(1) | Bit(15)), 2);
+  EXPECT_GT((*pcie)->PairwiseWeight(Bit(0) | Bit(1)), (*pcie)->PairwiseWeight(Bit(0) | Bit(15)));
 }
 
 TEST(TopologyShapeTest, IslandsAreNvLinkComponentsNotNumaNodes) {
