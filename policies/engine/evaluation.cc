@@ -214,6 +214,18 @@ class PreparedPreset {
     }
     return sum / total_weight_;
   }
+  // At least WeightedScore(gpus): the same mean of the components' bounds.
+  double WeightedBound(GpuMask gpus) const {
+    if (total_weight_ <= 0.0) return kMaxComponentScore;
+    double sum = 0.0;
+    for (size_t i = 0; i < parts_.size(); ++i) {
+      if (const double weight = parts_[i].component->weight; weight > 0.0) {
+        const auto& scorer = parts_[i].scorer;
+        sum += weight * (scorer != nullptr ? scorer->Bound(gpus) : kMaxComponentScore);
+      }
+    }
+    return sum / total_weight_;
+  }
   policies::ComponentScores ComponentScores(GpuMask gpus) const {
     policies::ComponentScores scores;
     for (size_t i = 0; i < parts_.size(); ++i) scores.push_back(Score(i, gpus));
@@ -236,10 +248,12 @@ class PreparedPreset {
 // confined the search to its domains).
 class CandidateSearch {
  public:
-  CandidateSearch(const PlacementContext& ctx, const Preset& preset, Scratch& scratch)
+  CandidateSearch(const PlacementContext& ctx, const Preset& preset, Scratch& scratch,
+                  SetBounding bounding = SetBounding::kScoreEverySet)
       : shape_(ctx.shape),
         locality_(ctx.pod.locality),
         tiered_(ctx.pod.gpus > 1 && ctx.pod.locality != Locality::kNone && ctx.shape.links_known()),
+        bounded_(ctx.pod.gpus > 1 && bounding == SetBounding::kSkipBoundedOut),
         scorers_(ctx, preset, scratch) {}
 
   double WeightedScore(GpuMask gpus) const { return scorers_.WeightedScore(gpus); }
@@ -251,6 +265,14 @@ class CandidateSearch {
     ++candidates_;
     const bool met = !tiered_ || LocalityTargetMet(locality_, shape_, gpus);
     if (best_ != 0 && best_met_ && !met) return;  // a set that meets the target beats the rest
+    // A set of the best's tier whose bound is below the best by more than kBoundMargin scores
+    // below it: it is neither the best nor within kUniqueMargin of it, so skipping it changes
+    // neither best() nor best_unique(). (Bounds and scores are the same sums of terms each no
+    // smaller, so rounding keeps the order; the margin is there besides.)
+    if (bounded_ && best_ != 0 && met == best_met_ &&
+        scorers_.WeightedBound(gpus) < best_score_ - kBoundMargin) {
+      return;
+    }
     const double score = WeightedScore(gpus);
     // The two highest scores of the tier the best is in (a set meeting the target opens it).
     if (best_ != 0 && met && !best_met_) {
@@ -279,6 +301,7 @@ class CandidateSearch {
   // a relabeling of this node that keeps its topology and states has the relabeled best as its
   // own, whatever rounding the relabeled sums see.
   static constexpr double kUniqueMargin = 1e-9;
+  static constexpr double kBoundMargin = 1e-6;
   bool best_unique() const { return best_ != 0 && top_ - second_ > kUniqueMargin; }
   bool Meets(GpuMask gpus) const { return !tiered_ || LocalityTargetMet(locality_, shape_, gpus); }
   double best_score() const { return best_score_; }
@@ -289,6 +312,7 @@ class CandidateSearch {
   const topology::TopologyShape& shape_;
   Locality locality_;
   bool tiered_;
+  bool bounded_;  // sets are bounded first (SetBounding; pods of two GPUs or more)
   PreparedPreset scorers_;
   GpuMask best_ = 0;
   bool best_met_ = false;
@@ -347,7 +371,7 @@ NodeEvaluation EvaluatePlacement(const PodRequirements& pod, const NodeState& no
 }
 
 NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node, const Preset& preset,
-                            GpuMask group_gpus, bool* unique_best) {
+                            GpuMask group_gpus, bool* unique_best, SetBounding bounding) {
   if (unique_best != nullptr) *unique_best = false;
   if (pod.gpus <= 0) return EvaluateGpuLess(pod, node, preset, group_gpus);
   if (!node.has_topology()) {
@@ -405,7 +429,7 @@ NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node, c
                       std::to_string(LargestDomain(domains, eligibility.eligible)) + " are");
   }
 
-  CandidateSearch search(ctx, preset, scratch);
+  CandidateSearch search(ctx, preset, scratch, bounding);
   const bool exact = combinations <= topology::kExactSearchLimit;
   for (GpuMask pool : pools) {
     if (exact) {

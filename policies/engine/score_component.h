@@ -33,6 +33,9 @@ class PreparedScore {
   virtual double Score(GpuMask gpus) const = 0;
   // Why Score() gave what it gave, in a few words.
   virtual std::string Explain(GpuMask gpus) const = 0;
+  // At least Score(gpus), and cheaper to know: the search skips a set whose weighted bound
+  // cannot reach the best set found so far. The default, the top score, bounds any scorer.
+  virtual double Bound(GpuMask /*gpus*/) const { return kMaxComponentScore; }
 };
 
 // Destroys a PreparedScore and gives its bytes back to the memory they came from (for an
@@ -90,13 +93,15 @@ class ScoreComponent {
   virtual bool ReadsHostResources() const { return false; }
 };
 
-// A PreparedScore that needs nothing precomputed: forwards to two functions of (ctx, gpus).
+// A PreparedScore that needs nothing precomputed: forwards to two functions of (ctx, gpus). Such
+// a score is cheap (a few counts), so it is its own bound.
 template <typename ScoreFn, typename ExplainFn>
 class SimplePreparedScore final : public PreparedScore {
  public:
   SimplePreparedScore(const PlacementContext& ctx, ScoreFn score, ExplainFn explain)
       : ctx_(ctx), score_(std::move(score)), explain_(std::move(explain)) {}
   double Score(GpuMask gpus) const override { return score_(ctx_, gpus); }
+  double Bound(GpuMask gpus) const override { return score_(ctx_, gpus); }
   std::string Explain(GpuMask gpus) const override { return explain_(ctx_, gpus); }
 
  private:

@@ -4,7 +4,10 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <limits>
 #include <memory_resource>
+#include <optional>
 
 namespace gputopo::policies {
 
@@ -216,6 +219,9 @@ class PreparedFragmentation final : public PreparedScore {
     const int node_free_after = std::max(0, ctx_.node_free_slots - topology::Count(gpus));
     const auto stride = static_cast<size_t>(gpu_count_);
     double expected_after = 0.0;
+    // The set's change of each row, summed once for the classes that share the row.
+    std::array<int64_t, kRowsRemembered> row_change;
+    uint64_t rows_summed = 0;  // bit r: row_change[r] holds row r's
     for (size_t c = 0; c < workload_.size(); ++c) {
       const WorkloadClass& cls = workload_[c];
       const ClassState& state = classes_[c];
@@ -225,10 +231,19 @@ class PreparedFragmentation final : public PreparedScore {
         expected_after += cls.weight * total_after;
         continue;
       }
-      const int* change = &unusable_change_[state.row * stride];
+      const bool remembered = state.row < kRowsRemembered;
       int64_t unusable_change = 0;
-      for (GpuMask rest = gpus; rest != 0; rest &= rest - 1) {
-        unusable_change += change[std::countr_zero(rest)];
+      if (remembered && (rows_summed >> state.row & 1) != 0) {
+        unusable_change = row_change[state.row];
+      } else {
+        const int* change = &unusable_change_[state.row * stride];
+        for (GpuMask rest = gpus; rest != 0; rest &= rest - 1) {
+          unusable_change += change[std::countr_zero(rest)];
+        }
+        if (remembered) {
+          row_change[state.row] = unusable_change;
+          rows_summed |= uint64_t{1} << state.row;
+        }
       }
       expected_after += cls.weight * (state.unusable + static_cast<double>(unusable_change));
     }
@@ -236,6 +251,12 @@ class PreparedFragmentation final : public PreparedScore {
   }
 
   double Score(GpuMask gpus) const override { return FragmentationScore(Delta(gpus)); }
+  // One bound for every set (the score falls as Delta grows): DeltaLowerBound's score, worked
+  // out on the first call (an evaluation that bounds no set does not pay for it).
+  double Bound(GpuMask /*gpus*/) const override {
+    if (!bound_) bound_ = FragmentationScore(DeltaLowerBound());
+    return *bound_;
+  }
 
   std::string Explain(GpuMask gpus) const override {
     const double delta = Delta(gpus);
@@ -254,7 +275,50 @@ class PreparedFragmentation final : public PreparedScore {
     bool host_fits_after = true;  // the node keeps the class's CPU and memory free after the pod
     uint32_t row = 0;             // of unusable_change_: the class's need (milli of a GPU)
   };
-  static constexpr size_t kSharedNeedsUpTo = 8;  // classes
+  // At most Delta(gpus) for every set of ctx.pod.gpus GPUs: each class's stranded capacity
+  // after the pod at least the smaller of what it is when the class still fits (the set's
+  // changes at least the pod.gpus smallest of its row) and when it does not (the set takes at
+  // most the pod.gpus largest shares). Summed as Delta sums, term by term no larger, so the
+  // rounded sum is no larger either.
+  double DeltaLowerBound() const {
+    if (weight_sum_ <= 0.0) return 0.0;
+    const int n = std::clamp(ctx_.pod.gpus, 0, gpu_count_);
+    std::array<int, 64> values;
+    auto sum_of_first_n = [&](auto order) {
+      std::partial_sort(values.begin(), values.begin() + n, values.begin() + gpu_count_, order);
+      int64_t sum = 0;
+      for (int i = 0; i < n; ++i) sum += values[Index(i)];
+      return sum;
+    };
+    std::copy_n(taken_.begin(), gpu_count_, values.begin());
+    const double total_after_least =
+        total_before_ - static_cast<double>(sum_of_first_n(std::greater<>()));
+    // The smallest sum of n changes of each row, found once per row (rows are numbered in the
+    // order their first class comes).
+    std::array<int64_t, kMaxRowsBounded> least_change{};
+    size_t rows_done = 0;
+    double expected_after = 0.0;
+    for (size_t c = 0; c < workload_.size(); ++c) {
+      const ClassState& state = classes_[c];
+      double least = total_after_least;
+      if (state.host_fits_after) {
+        if (state.row >= kMaxRowsBounded) return -std::numeric_limits<double>::infinity();
+        for (; rows_done <= state.row; ++rows_done) {
+          std::copy_n(&unusable_change_[rows_done * static_cast<size_t>(gpu_count_)], gpu_count_,
+                      values.begin());
+          least_change[rows_done] = sum_of_first_n(std::less<>());
+        }
+        least = std::min(least, state.unusable + static_cast<double>(least_change[state.row]));
+      }
+      expected_after += workload_[c].weight * least;
+    }
+    return expected_after / weight_sum_ - expected_before_;
+  }
+  // A mix with more distinct needs than this is not bounded (every set is scored).
+  static constexpr size_t kMaxRowsBounded = 16;
+
+  static constexpr size_t kSharedNeedsUpTo = 8;    // classes
+  static constexpr uint32_t kRowsRemembered = 64;  // by Delta, for the classes sharing a row
   static size_t Index(int g) { return static_cast<size_t>(g); }
   bool Fits(GpuMask usable, int node_free_slots, const WorkloadClass& cls) const {
     if (node_free_slots < cls.gpus) return false;
@@ -280,6 +344,7 @@ class PreparedFragmentation final : public PreparedScore {
   std::pmr::vector<int> unusable_change_;
   double expected_before_ = 0.0;
   double weight_sum_ = 0.0;
+  mutable std::optional<double> bound_;  // Bound()'s; the scorer belongs to one thread
 };
 
 }  // namespace

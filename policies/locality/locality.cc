@@ -33,10 +33,7 @@ double LocalityScore(double set_weight, double best_weight, double numa_share,
 double NumaShare(const topology::TopologyShape& shape, GpuMask gpus) {
   const int n = topology::Count(gpus);
   if (n == 0 || shape.numa_ids().empty()) return 1.0;
-  int most = 0;
-  for (int id : shape.numa_ids())
-    most = std::max(most, topology::Count(gpus & shape.numa_gpus(id)));
-  return static_cast<double>(most) / n;
+  return static_cast<double>(shape.MostOnOneNuma(gpus)) / n;
 }
 
 double BestNumaShare(const topology::TopologyShape& shape, int n) {
@@ -76,6 +73,8 @@ class PreparedLocality final : public PreparedScore {
                          LocalityTargetMet(ctx_.pod.locality, shape, gpus), unmet_cap_);
   }
   std::string Explain(GpuMask gpus) const override { return component_.Explain(ctx_, gpus); }
+  // The score itself: a few table reads, cheaper than what the other components compute.
+  double Bound(GpuMask gpus) const override { return Score(gpus); }
 
  private:
   const LocalityComponent& component_;

@@ -1,6 +1,9 @@
 // Scoring maths of each component, table-driven, with the arithmetic worked in the comments.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "policies/fragmentation/fragmentation.h"
 #include "policies/locality/locality.h"
 #include "policies/packing/packing.h"
@@ -417,6 +420,56 @@ TEST(FragmentationComponentTest, IncrementalScoreMatchesForExclusivePodsAndCpuCl
   }
 }
 
+// A multi-GPU pod's fragmentation bound is at least its score for every set, and below the top
+// score where every set strands capacity: there the search can skip sets by it.
+TEST(FragmentationComponentTest, BoundIsAtLeastEverySetsScore) {
+  testing::TestCluster cluster;
+  HostCluster(cluster, "n", 6000);
+  cluster.Add(MakePod().Name("a").Gpus(1).Group("a").OnNode("n").Assigned("0").Obj());
+  cluster.Add(MakePod()
+                  .Name("b")
+                  .Gpus(1)
+                  .Group("b")
+                  .OnNode("n")
+                  .Assigned("2")
+                  .Annotation("gputopo.io/gpu-milli", "300")
+                  .Obj());
+  std::vector<WorkloadClass> workload = Fragmentation::DefaultWorkload();
+  WorkloadClass hungry{1, 500, 2};
+  hungry.cpu_milli = 7000;  // fits before a pod of 5000 milli CPU, not after
+  workload.push_back(hungry);
+  int below_top = 0;
+  for (const std::vector<WorkloadClass>& mix :
+       {Fragmentation::DefaultWorkload(), workload, std::vector<WorkloadClass>{{4, 1000, 1}}}) {
+    const Fragmentation frag(mix);
+    for (const char* milli : {"250", "500", "1000"}) {
+      for (bool exclusive : {false, true}) {
+        for (int64_t cpu : {0, 5000}) {
+          for (int gpus : {2, 3, 4}) {
+            const PodRequirements req = *RequirementsOf(
+                MakePod()
+                    .Name("p")
+                    .Gpus(gpus)
+                    .Annotation("gputopo.io/gpu-milli", milli)
+                    .Annotation("gputopo.io/exclusive", exclusive ? "true" : "false")
+                    .Requests(cpu, 0)
+                    .Obj());
+            const PlacementContext ctx = MakePlacementContext(req, *cluster.Node("n"));
+            const auto prepared = frag.Prepare(ctx);
+            topology::ForEachCombination(ctx.all, gpus, [&](GpuMask set) {
+              EXPECT_GE(prepared->Bound(set), prepared->Score(set))
+                  << "milli " << milli << " exclusive " << exclusive << " set " << set;
+              return true;
+            });
+            if (prepared->Bound(ctx.all) < kMaxComponentScore) ++below_top;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(below_top, 20);
+}
+
 TEST(ReplicaSpreadComponentTest, PenalisesTheGroupsGpuThenItsIsland) {
   testing::TestCluster cluster;
   cluster.Add(MakeNode().Name("n").Profile("pairs").Replicas(4).Allocatable(32).Obj());
@@ -464,6 +517,7 @@ TEST(LocalityComponentTest, PreparedScoresEqualScoreForEverySet) {
         topology::ForEachCombination(ctx.all, gpus, [&](GpuMask set) {
           EXPECT_EQ(prepared->Score(set), locality.Score(ctx, set))
               << node << " " << target << " set " << set;
+          EXPECT_EQ(prepared->Bound(set), prepared->Score(set));  // its own bound
           EXPECT_EQ(prepared->Explain(set), locality.Explain(ctx, set));
           ++checked;
           return true;

@@ -451,5 +451,87 @@ TEST(EvaluationTest, TellsWhetherTheBestSetWasUniqueAndEvaluatesAPlacementAlike)
   EXPECT_FALSE(unique);
 }
 
+// Bounding sets (SetBounding::kSkipBoundedOut) gives every answer scoring each set gives: the
+// chosen GPUs, each score bit for bit, the candidate count and whether the best was unique. On
+// random states of four machine types, for pods of 2-5 GPUs with shares, groups, locality targets
+// and exclusivity, under presets that weigh the components differently.
+TEST(EvaluationTest, BoundingSetsAnswersAsScoringEverySet) {
+  TestCluster cluster;
+  std::mt19937 rng(7);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  const char* profiles[] = {"dgx1", "hgx-h100", "pcie8", "pairs"};
+  std::vector<std::string> nodes;
+  for (int i = 0; i < 24; ++i) {
+    const std::string node = "n" + std::to_string(i);
+    cluster.Add(MakeNode()
+                    .Name(node)
+                    .Profile(profiles[i % 4])
+                    .Replicas(4)
+                    .Allocatable(32)
+                    .Host(64000, int64_t{512} << 30)
+                    .Obj());
+    nodes.push_back(node);
+    const int pods = pick(14);
+    for (int p = 0; p < pods; ++p) {
+      auto pod = MakePod()
+                     .Name(node + "-p" + std::to_string(p))
+                     .Gpus(1)
+                     .Group("g" + std::to_string(pick(3)))
+                     .OnNode(node)
+                     .Assigned(std::to_string(pick(8)))
+                     .Requests(pick(4) * 4000, 0);
+      if (pick(2) == 0) pod.Annotation("gputopo.io/gpu-milli", std::to_string(100 * (1 + pick(7))));
+      cluster.Add(pod.Obj());
+    }
+  }
+  std::vector<std::shared_ptr<const Preset>> presets = {cluster.shared_preset()};
+  for (const std::vector<ComponentSpec>& components : std::vector<std::vector<ComponentSpec>>{
+           {{"fragmentation", 3, {}}, {"locality", 1, {}}},
+           {{"replica-spread", 1, {}}, {"fragmentation", 1, {}}, {"packing", 2, {}}},
+           {{"locality", 5, {}}, {"slot-balance", 1, {}}}}) {
+    PresetSpec spec;
+    spec.name = "mix";
+    spec.components = components;
+    auto preset = BuildPreset(spec, BuiltinComponents());
+    ASSERT_TRUE(preset.ok()) << preset.status().ToString();
+    presets.push_back(*preset);
+  }
+  int fitted = 0;
+  for (int round = 0; round < 120; ++round) {
+    auto pod = MakePod().Name("x").Gpus(2 + pick(4)).Group("g" + std::to_string(pick(3)));
+    if (pick(2) == 0) pod.Annotation("gputopo.io/gpu-milli", std::to_string(100 * (1 + pick(9))));
+    const char* localities[] = {"nvlink", "numa", "none"};
+    pod.Annotation("gputopo.io/locality", localities[pick(3)]);
+    if (pick(4) == 0) pod.Annotation("gputopo.io/locality-mode", "required");
+    if (pick(6) == 0) pod.Annotation("gputopo.io/exclusive", "true");
+    if (pick(3) == 0) pod.Annotation("gputopo.io/spread", pick(2) ? "required" : "none");
+    const auto req = RequirementsOf(pod.Obj());
+    ASSERT_TRUE(req.ok()) << req.status().ToString();
+    const Preset& preset = *presets[static_cast<size_t>(round) % presets.size()];
+    for (const std::string& name : nodes) {
+      const auto node = cluster.Node(name);
+      const GpuMask group = node->GroupGpus(req->group);
+      bool unique_bounded = false;
+      bool unique_every = true;
+      const NodeEvaluation bounded =
+          EvaluateNode(*req, *node, preset, group, &unique_bounded, SetBounding::kSkipBoundedOut);
+      const NodeEvaluation every =
+          EvaluateNode(*req, *node, preset, group, &unique_every, SetBounding::kScoreEverySet);
+      const std::string where = name + " round " + std::to_string(round);
+      EXPECT_EQ(bounded.verdict, every.verdict) << where;
+      EXPECT_EQ(bounded.reason, every.reason) << where;
+      EXPECT_EQ(bounded.gpus, every.gpus) << where;
+      EXPECT_EQ(bounded.weighted_score, every.weighted_score) << where;
+      EXPECT_EQ(bounded.component_scores, every.component_scores) << where;
+      EXPECT_EQ(bounded.candidates, every.candidates) << where;
+      EXPECT_EQ(bounded.heuristic, every.heuristic) << where;
+      EXPECT_EQ(bounded.locality_missed, every.locality_missed) << where;
+      EXPECT_EQ(unique_bounded, unique_every) << where;
+      if (every.fits()) ++fitted;
+    }
+  }
+  EXPECT_GT(fitted, 1000);  // most evaluations searched sets, not rejected the node
+}
+
 }  // namespace
 }  // namespace gputopo::policies
