@@ -43,6 +43,8 @@ bool SymmetricStates::Canonicalize(const NodeState& node, GpuMask group_gpus,
   }
   // Under each relabeling r, GPU g's state sits at r[g]; the slots of each twin class are then
   // ordered by state (ties by position). The smallest sequence wins.
+  // Every class one GPU, numbered in GPU order (shape_symmetry.h): the order is the positions'.
+  const bool singleton_twins = symmetry.twin_classes == n;
   std::array<uint64_t, 64> best{};
   std::array<uint8_t, 64> best_at{};
   bool have = false;
@@ -55,12 +57,23 @@ bool SymmetricStates::Canonicalize(const NodeState& node, GpuMask group_gpus,
       source[relabeling[static_cast<size_t>(g)]] = static_cast<uint8_t>(g);
     }
     for (int p = 0; p < n; ++p) order[static_cast<size_t>(p)] = static_cast<uint8_t>(p);
-    std::stable_sort(order.begin(), order.begin() + n, [&](uint8_t a, uint8_t b) {
-      const int ca = symmetry.twin_class[a];
-      const int cb = symmetry.twin_class[b];
-      if (ca != cb) return ca < cb;
-      return placed[a] < placed[b];
-    });
+    if (!singleton_twins) {
+      // A stable insertion sort: a few GPUs, and no buffer to allocate (std::stable_sort's).
+      auto before = [&](uint8_t a, uint8_t b) {
+        const int ca = symmetry.twin_class[a];
+        const int cb = symmetry.twin_class[b];
+        if (ca != cb) return ca < cb;
+        return placed[a] < placed[b];
+      };
+      for (int k = 1; k < n; ++k) {
+        const uint8_t moving = order[static_cast<size_t>(k)];
+        int j = k;
+        for (; j > 0 && before(moving, order[static_cast<size_t>(j - 1)]); --j) {
+          order[static_cast<size_t>(j)] = order[static_cast<size_t>(j - 1)];
+        }
+        order[static_cast<size_t>(j)] = moving;
+      }
+    }
     std::array<uint64_t, 64> sequence{};
     for (int k = 0; k < n; ++k)
       sequence[static_cast<size_t>(k)] = placed[order[static_cast<size_t>(k)]];
