@@ -186,8 +186,10 @@ class PreparedPreset {
     parts_.reserve(preset.components().size());
     for (const WeightedComponent& c : preset.components()) {
       const bool scores = ctx.pod.gpus > 0 || c.component->ScoresGpuLessPods();
-      parts_.push_back(
-          {&c, scores ? c.component->PrepareIn(ctx, scratch.memory()) : PreparedScorePtr()});
+      PreparedScorePtr scorer =
+          scores ? c.component->PrepareIn(ctx, scratch.memory()) : PreparedScorePtr();
+      const bool bound_is_score = scorer == nullptr || scorer->BoundIsScore();
+      parts_.push_back({&c, std::move(scorer), bound_is_score});
       total_weight_ += c.weight;
     }
   }
@@ -214,14 +216,32 @@ class PreparedPreset {
     }
     return sum / total_weight_;
   }
-  // At least WeightedScore(gpus): the same mean of the components' bounds.
-  double WeightedBound(GpuMask gpus) const {
+  // Each weighted component's bound of one set (PreparedScore::Bound), by index.
+  using Bounds = std::array<double, Preset::kMaxComponents>;
+  // At least WeightedScore(gpus): the same mean of the components' bounds, each kept in
+  // `bounds`.
+  double WeightedBound(GpuMask gpus, Bounds& bounds) const {
     if (total_weight_ <= 0.0) return kMaxComponentScore;
     double sum = 0.0;
     for (size_t i = 0; i < parts_.size(); ++i) {
       if (const double weight = parts_[i].component->weight; weight > 0.0) {
         const auto& scorer = parts_[i].scorer;
-        sum += weight * (scorer != nullptr ? scorer->Bound(gpus) : kMaxComponentScore);
+        const double bound = scorer != nullptr ? scorer->Bound(gpus) : kMaxComponentScore;
+        if (i < bounds.size()) bounds[i] = bound;
+        sum += weight * bound;
+      }
+    }
+    return sum / total_weight_;
+  }
+  // WeightedScore(gpus), taking from WeightedBound(gpus, bounds) the scores that are their own
+  // bounds instead of asking again.
+  double WeightedScore(GpuMask gpus, const Bounds& bounds) const {
+    if (total_weight_ <= 0.0) return kMaxComponentScore;
+    double sum = 0.0;
+    for (size_t i = 0; i < parts_.size(); ++i) {
+      if (const double weight = parts_[i].component->weight; weight > 0.0) {
+        sum +=
+            weight * (parts_[i].bound_is_score && i < bounds.size() ? bounds[i] : Score(i, gpus));
       }
     }
     return sum / total_weight_;
@@ -238,6 +258,7 @@ class PreparedPreset {
   struct Part {
     const WeightedComponent* component;  // owned by the preset
     PreparedScorePtr scorer;             // null: the top score, for a pod without GPUs
+    bool bound_is_score;                 // the scorer's Bound is its Score (or no scorer)
   };
   std::pmr::vector<Part> parts_;
   double total_weight_ = 0.0;
@@ -269,11 +290,14 @@ class CandidateSearch {
     // below it: it is neither the best nor within kUniqueMargin of it, so skipping it changes
     // neither best() nor best_unique(). (Bounds and scores are the same sums of terms each no
     // smaller, so rounding keeps the order; the margin is there besides.)
-    if (bounded_ && best_ != 0 && met == best_met_ &&
-        scorers_.WeightedBound(gpus) < best_score_ - kBoundMargin) {
-      return;
+    double score = 0.0;
+    if (bounded_ && best_ != 0 && met == best_met_) {
+      PreparedPreset::Bounds bounds;
+      if (scorers_.WeightedBound(gpus, bounds) < best_score_ - kBoundMargin) return;
+      score = scorers_.WeightedScore(gpus, bounds);
+    } else {
+      score = WeightedScore(gpus);
     }
-    const double score = WeightedScore(gpus);
     // The two highest scores of the tier the best is in (a set meeting the target opens it).
     if (best_ != 0 && met && !best_met_) {
       top_ = score;

@@ -36,6 +36,8 @@ class PreparedScore {
   // At least Score(gpus), and cheaper to know: the search skips a set whose weighted bound
   // cannot reach the best set found so far. The default, the top score, bounds any scorer.
   virtual double Bound(GpuMask /*gpus*/) const { return kMaxComponentScore; }
+  // True when Bound(gpus) is Score(gpus) itself: a search that bounded a set does not ask again.
+  virtual bool BoundIsScore() const { return false; }
 };
 
 // Destroys a PreparedScore and gives its bytes back to the memory they came from (for an
@@ -102,6 +104,7 @@ class SimplePreparedScore final : public PreparedScore {
       : ctx_(ctx), score_(std::move(score)), explain_(std::move(explain)) {}
   double Score(GpuMask gpus) const override { return score_(ctx_, gpus); }
   double Bound(GpuMask gpus) const override { return score_(ctx_, gpus); }
+  bool BoundIsScore() const override { return true; }
   std::string Explain(GpuMask gpus) const override { return explain_(ctx_, gpus); }
 
  private:

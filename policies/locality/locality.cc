@@ -75,6 +75,7 @@ class PreparedLocality final : public PreparedScore {
   std::string Explain(GpuMask gpus) const override { return component_.Explain(ctx_, gpus); }
   // The score itself: a few table reads, cheaper than what the other components compute.
   double Bound(GpuMask gpus) const override { return Score(gpus); }
+  bool BoundIsScore() const override { return true; }
 
  private:
   const LocalityComponent& component_;

@@ -19,6 +19,8 @@ PreparedScorePtr ReplicaSpread::PrepareIn(const PlacementContext& ctx,
 
 double ReplicaSpread::Score(const PlacementContext& ctx, GpuMask gpus) const {
   if (ctx.pod.spread == SpreadMode::kNone) return kMaxComponentScore;
+  // Nothing of the group near the set: ReplicaSpreadScore(n, 0, 0, penalty), the top score.
+  if ((gpus & (ctx.group_gpus | ctx.group_islands)) == 0) return kMaxComponentScore;
   const int same_gpu = topology::Count(gpus & ctx.group_gpus);
   const int same_island = topology::Count(gpus & ctx.group_islands & ~ctx.group_gpus);
   return ReplicaSpreadScore(ctx.pod.gpus, same_gpu, same_island, island_penalty_);
