@@ -117,9 +117,10 @@ NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node, c
 // How a search goes through a node's candidate sets. The answer is the same either way (tests
 // compare the two):
 // - kSkipBoundedOut: for pods of two GPUs or more, a set is first bounded
-//   (PreparedScore::Bound: the locality score itself, a per-node bound of the fragmentation
-//   score, the top score of the rest), and scored only when its bound reaches the best set of
-//   its tier found so far. At 5000 nodes, about half the 4-GPU sets of a DGX-1 are skipped.
+//   (PreparedScore::Bound: locality's, replica-spread's and slot-balance's score itself, a
+//   per-node bound of fragmentation's, the top score of the rest), and scored only when its
+//   bound reaches the best set of its tier found so far. In BM_FilterCold/5000/4, about half
+//   the 4-GPU sets of a DGX-1 are skipped.
 // - kScoreEverySet: every set is scored.
 enum class SetBounding : uint8_t { kSkipBoundedOut, kScoreEverySet };
 

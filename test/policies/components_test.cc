@@ -359,10 +359,8 @@ TEST(FragmentationComponentTest, IncrementalScoreMatchesFullRecomputation) {
   }
 }
 
-// The same agreement for what the prepared scorer precomputes per GPU: exclusive pods (which
-// empty their GPUs), and classes that need CPU the pod's own request may take.
-TEST(FragmentationComponentTest, IncrementalScoreMatchesForExclusivePodsAndCpuClasses) {
-  testing::TestCluster cluster;
+// Node "n" of HostCluster with 6000 milli CPU used, a whole GPU 0 and 300 milli of GPU 2 taken.
+void BusyHostNode(testing::TestCluster& cluster) {
   HostCluster(cluster, "n", 6000);
   cluster.Add(MakePod().Name("a").Gpus(1).Group("a").OnNode("n").Assigned("0").Obj());
   cluster.Add(MakePod()
@@ -373,6 +371,13 @@ TEST(FragmentationComponentTest, IncrementalScoreMatchesForExclusivePodsAndCpuCl
                   .Assigned("2")
                   .Annotation("gputopo.io/gpu-milli", "300")
                   .Obj());
+}
+
+// The same agreement for what the prepared scorer precomputes per GPU: exclusive pods (which
+// empty their GPUs), and classes that need CPU the pod's own request may take.
+TEST(FragmentationComponentTest, IncrementalScoreMatchesForExclusivePodsAndCpuClasses) {
+  testing::TestCluster cluster;
+  BusyHostNode(cluster);
   std::vector<WorkloadClass> workload = Fragmentation::DefaultWorkload();
   WorkloadClass hungry{1, 500, 2};
   hungry.cpu_milli = 4000;
@@ -424,16 +429,7 @@ TEST(FragmentationComponentTest, IncrementalScoreMatchesForExclusivePodsAndCpuCl
 // score where every set strands capacity: there the search can skip sets by it.
 TEST(FragmentationComponentTest, BoundIsAtLeastEverySetsScore) {
   testing::TestCluster cluster;
-  HostCluster(cluster, "n", 6000);
-  cluster.Add(MakePod().Name("a").Gpus(1).Group("a").OnNode("n").Assigned("0").Obj());
-  cluster.Add(MakePod()
-                  .Name("b")
-                  .Gpus(1)
-                  .Group("b")
-                  .OnNode("n")
-                  .Assigned("2")
-                  .Annotation("gputopo.io/gpu-milli", "300")
-                  .Obj());
+  BusyHostNode(cluster);
   std::vector<WorkloadClass> workload = Fragmentation::DefaultWorkload();
   WorkloadClass hungry{1, 500, 2};
   hungry.cpu_milli = 7000;  // fits before a pod of 5000 milli CPU, not after
