@@ -27,7 +27,7 @@ bool SymmetricStates::Canonicalize(const NodeState& node, GpuMask group_gpus,
     return false;
   }
   // Each GPU's state as one number; equal numbers evaluate alike.
-  std::array<uint64_t, 64> state{};
+  std::array<uint64_t, 64> state;  // [0, n) written below
   for (int g = 0; g < n; ++g) {
     const policies::GpuOccupancy& gpu = node.gpu(g);
     if (gpu.slots_used < 0 || gpu.slots_used > 0xFFFF || gpu.milli_used < 0 ||
@@ -45,12 +45,14 @@ bool SymmetricStates::Canonicalize(const NodeState& node, GpuMask group_gpus,
   // ordered by state (ties by position). The smallest sequence wins.
   // Every class one GPU, numbered in GPU order (shape_symmetry.h): the order is the positions'.
   const bool singleton_twins = symmetry.twin_classes == n;
-  std::array<uint64_t, 64> best{};
-  std::array<uint8_t, 64> best_at{};
+  // Only [0, n) of these is ever written or read.
+  std::array<uint64_t, 64> best;
+  std::array<uint8_t, 64> best_at;
   bool have = false;
-  std::array<uint64_t, 64> placed{};
-  std::array<uint8_t, 64> source{};  // position -> the node's GPU
-  std::array<uint8_t, 64> order{};
+  std::array<uint64_t, 64> placed;
+  std::array<uint8_t, 64> source;  // position -> the node's GPU
+  std::array<uint8_t, 64> order;
+  std::array<uint64_t, 64> sequence;
   for (const std::vector<uint8_t>& relabeling : symmetry.relabelings) {
     for (int g = 0; g < n; ++g) {
       placed[relabeling[static_cast<size_t>(g)]] = state[static_cast<size_t>(g)];
@@ -74,13 +76,12 @@ bool SymmetricStates::Canonicalize(const NodeState& node, GpuMask group_gpus,
         order[static_cast<size_t>(j)] = moving;
       }
     }
-    std::array<uint64_t, 64> sequence{};
     for (int k = 0; k < n; ++k)
       sequence[static_cast<size_t>(k)] = placed[order[static_cast<size_t>(k)]];
     if (!have || std::lexicographical_compare(sequence.begin(), sequence.begin() + n, best.begin(),
                                               best.begin() + n)) {
       have = true;
-      best = sequence;
+      std::copy_n(sequence.begin(), n, best.begin());
       for (int k = 0; k < n; ++k)
         best_at[static_cast<size_t>(k)] = source[order[static_cast<size_t>(k)]];
     }
@@ -101,7 +102,7 @@ bool SymmetricStates::Canonicalize(const NodeState& node, GpuMask group_gpus,
 }
 
 NodeEvaluation SymmetricStates::Evaluate(const NodeState& node, GpuMask group_gpus) {
-  Canonical canonical;
+  Canonical& canonical = canonical_;  // its key's buffer is reused from node to node
   // A search of at most as many sets as GPUs (one GPU, or all but one) costs about what keying
   // and rescoring would: those are searched.
   const bool worth_sharing = pod_.gpus >= 2 && pod_.gpus < node.gpu_count() - 1;
@@ -110,7 +111,9 @@ NodeEvaluation SymmetricStates::Evaluate(const NodeState& node, GpuMask group_gp
     return policies::EvaluateNode(pod_, node, preset_, group_gpus);
   }
   const int n = node.gpu_count();
-  auto [it, inserted] = searched_states_.try_emplace(std::move(canonical.key));
+  auto it = searched_states_.find(canonical.key);
+  const bool inserted = it == searched_states_.end();
+  if (inserted) it = searched_states_.emplace(canonical.key, Searched{}).first;
   if (!inserted && it->second.shareable) {
     GpuMask gpus = 0;
     for (int k = 0; k < n; ++k) {

@@ -52,6 +52,7 @@ class SymmetricStates {
 
   const policies::PodRequirements& pod_;
   const policies::Preset& preset_;
+  Canonical canonical_;  // Evaluate's scratch
   std::unordered_map<std::string, Searched> searched_states_;
   uint64_t searched_ = 0;
   uint64_t relabeled_ = 0;
