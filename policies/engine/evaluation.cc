@@ -251,6 +251,18 @@ class PreparedPreset {
     for (size_t i = 0; i < parts_.size(); ++i) scores.push_back(Score(i, gpus));
     return scores;
   }
+  // WeightedScore(gpus) from ComponentScores(gpus), each component asked once: the same
+  // products summed in the same order, so the same double.
+  double WeightedScore(const policies::ComponentScores& scores, GpuMask gpus) const {
+    if (total_weight_ <= 0.0) return kMaxComponentScore;
+    double sum = 0.0;
+    for (size_t i = 0; i < parts_.size(); ++i) {
+      if (const double weight = parts_[i].component->weight; weight > 0.0) {
+        sum += weight * (i < scores.size() ? scores[i] : Score(i, gpus));
+      }
+    }
+    return sum / total_weight_;
+  }
   size_t size() const { return parts_.size(); }
   const WeightedComponent& component(size_t i) const { return *parts_[i].component; }
 
@@ -280,6 +292,9 @@ class CandidateSearch {
   double WeightedScore(GpuMask gpus) const { return scorers_.WeightedScore(gpus); }
   policies::ComponentScores ComponentScores(GpuMask gpus) const {
     return scorers_.ComponentScores(gpus);
+  }
+  double WeightedScore(const policies::ComponentScores& scores, GpuMask gpus) const {
+    return scorers_.WeightedScore(scores, gpus);
   }
 
   void Consider(GpuMask gpus) {
@@ -387,10 +402,10 @@ NodeEvaluation EvaluatePlacement(const PodRequirements& pod, const NodeState& no
   NodeEvaluation e;
   e.verdict = Verdict::kFits;
   e.gpus = gpus;
-  e.weighted_score = search.WeightedScore(gpus);
+  e.component_scores = search.ComponentScores(gpus);
+  e.weighted_score = search.WeightedScore(e.component_scores, gpus);
   e.candidates = candidates;
   e.locality_missed = !search.Meets(gpus);
-  e.component_scores = search.ComponentScores(gpus);
   return e;
 }
 
