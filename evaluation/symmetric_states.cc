@@ -111,9 +111,8 @@ NodeEvaluation SymmetricStates::Evaluate(const NodeState& node, GpuMask group_gp
     return policies::EvaluateNode(pod_, node, preset_, group_gpus);
   }
   const int n = node.gpu_count();
-  auto it = searched_states_.find(canonical.key);
-  const bool inserted = it == searched_states_.end();
-  if (inserted) it = searched_states_.emplace(canonical.key, Searched{}).first;
+  // (One hash; the key is copied only into a new entry, and its buffer stays canonical_'s.)
+  auto [it, inserted] = searched_states_.try_emplace(canonical.key);
   if (!inserted && it->second.shareable) {
     GpuMask gpus = 0;
     for (int k = 0; k < n; ++k) {
