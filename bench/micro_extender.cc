@@ -12,7 +12,6 @@
 
 #include "cluster/disruption_budget_index.h"
 #include "gputopo/well_known.h"
-#include "src/app/allocator_tuning.h"
 #include "src/app/app.h"
 #include "src/app/system_clock.h"
 #include "src/codec/extender_codec.h"
@@ -420,13 +419,4 @@ BENCHMARK(BM_BudgetCoverageOfNode)->Arg(40)->Arg(4000)->Unit(benchmark::kMicrose
 }  // namespace
 }  // namespace gputopo::bench
 
-// The allocator as gputopo's processes tune it (allocator_tuning.h), so that the request path's
-// allocations cost here what they cost in the server.
-int main(int argc, char** argv) {
-  gputopo::app::TuneAllocator();
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+BENCHMARK_MAIN();
