@@ -207,44 +207,26 @@ class PreparedPreset {
   // The weighted mean of the scores (components of weight 0 are not asked); the top score when
   // no component has weight.
   double WeightedScore(GpuMask gpus) const {
-    if (total_weight_ <= 0.0) return kMaxComponentScore;
-    double sum = 0.0;
-    for (size_t i = 0; i < parts_.size(); ++i) {
-      if (const double weight = parts_[i].component->weight; weight > 0.0) {
-        sum += weight * Score(i, gpus);
-      }
-    }
-    return sum / total_weight_;
+    return WeightedMean([&](size_t i) { return Score(i, gpus); });
   }
   // Each weighted component's bound of one set (PreparedScore::Bound), by index.
   using Bounds = std::array<double, Preset::kMaxComponents>;
   // At least WeightedScore(gpus): the same mean of the components' bounds, each kept in
   // `bounds`.
   double WeightedBound(GpuMask gpus, Bounds& bounds) const {
-    if (total_weight_ <= 0.0) return kMaxComponentScore;
-    double sum = 0.0;
-    for (size_t i = 0; i < parts_.size(); ++i) {
-      if (const double weight = parts_[i].component->weight; weight > 0.0) {
-        const auto& scorer = parts_[i].scorer;
-        const double bound = scorer != nullptr ? scorer->Bound(gpus) : kMaxComponentScore;
-        if (i < bounds.size()) bounds[i] = bound;
-        sum += weight * bound;
-      }
-    }
-    return sum / total_weight_;
+    return WeightedMean([&](size_t i) {
+      const auto& scorer = parts_[i].scorer;
+      const double bound = scorer != nullptr ? scorer->Bound(gpus) : kMaxComponentScore;
+      if (i < bounds.size()) bounds[i] = bound;
+      return bound;
+    });
   }
   // WeightedScore(gpus), taking from WeightedBound(gpus, bounds) the scores that are their own
   // bounds instead of asking again.
   double WeightedScore(GpuMask gpus, const Bounds& bounds) const {
-    if (total_weight_ <= 0.0) return kMaxComponentScore;
-    double sum = 0.0;
-    for (size_t i = 0; i < parts_.size(); ++i) {
-      if (const double weight = parts_[i].component->weight; weight > 0.0) {
-        sum +=
-            weight * (parts_[i].bound_is_score && i < bounds.size() ? bounds[i] : Score(i, gpus));
-      }
-    }
-    return sum / total_weight_;
+    return WeightedMean([&](size_t i) {
+      return parts_[i].bound_is_score && i < bounds.size() ? bounds[i] : Score(i, gpus);
+    });
   }
   policies::ComponentScores ComponentScores(GpuMask gpus) const {
     policies::ComponentScores scores;
@@ -254,19 +236,28 @@ class PreparedPreset {
   // WeightedScore(gpus) from ComponentScores(gpus), each component asked once: the same
   // products summed in the same order, so the same double.
   double WeightedScore(const policies::ComponentScores& scores, GpuMask gpus) const {
-    if (total_weight_ <= 0.0) return kMaxComponentScore;
-    double sum = 0.0;
-    for (size_t i = 0; i < parts_.size(); ++i) {
-      if (const double weight = parts_[i].component->weight; weight > 0.0) {
-        sum += weight * (i < scores.size() ? scores[i] : Score(i, gpus));
-      }
-    }
-    return sum / total_weight_;
+    return WeightedMean([&](size_t i) { return i < scores.size() ? scores[i] : Score(i, gpus); });
   }
   size_t size() const { return parts_.size(); }
   const WeightedComponent& component(size_t i) const { return *parts_[i].component; }
 
  private:
+  // The mean of value(i) over the components of weight above 0, weighted, summed in the
+  // preset's order (value is not asked for the others); the top score when no component has
+  // weight. Every weighted score and bound goes through here, so equal values give the same
+  // double.
+  template <typename Value>
+  double WeightedMean(Value value) const {
+    if (total_weight_ <= 0.0) return kMaxComponentScore;
+    double sum = 0.0;
+    for (size_t i = 0; i < parts_.size(); ++i) {
+      if (const double weight = parts_[i].component->weight; weight > 0.0) {
+        sum += weight * value(i);
+      }
+    }
+    return sum / total_weight_;
+  }
+
   struct Part {
     const WeightedComponent* component;  // owned by the preset
     PreparedScorePtr scorer;             // null: the top score, for a pod without GPUs
