@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "gputopo/machine_topology.h"
+
 namespace gputopo::policies {
 
 int FragmentationStep(double fragmentation_score, int steps) {
@@ -27,8 +29,14 @@ double FixedNodeOrder(std::string_view node_name) {
   hash ^= hash >> 33;
   hash *= 0xc4ceb9fe1a85ec53ULL;
   hash ^= hash >> 33;
-  // 32 bits: as a double exact, and below 1 after the scaling.
-  return static_cast<double>(hash >> 32) / 4294967296.0;
+  // 31 bits: as a double exact, and below 1 after the scaling.
+  return std::ldexp(static_cast<double>(hash >> 33), -31);
+}
+
+double MachineOrder(int node_gpus, std::string_view node_name) {
+  // 65 sizes (0..64 GPUs) in 7 bits above the name's 31.
+  const int smaller = kMaxGpusPerNode - std::clamp(node_gpus, 0, kMaxGpusPerNode);
+  return std::ldexp(smaller + FixedNodeOrder(node_name), -7);
 }
 
 bool TakesGpuShare(const PodRequirements& pod) {
@@ -51,21 +59,23 @@ double CandidateOrder::Input(const EvaluationRef& e, std::string_view node_name)
   if (scores.size() <= sharing_->fragmentation) {  // not scored by this preset's components
     return NormalizationInput(e.weighted_score, e.locality_missed, normalization_) - 100.0;
   }
-  // Tiers of width steps + 1 each: the step and the name's place (below 1) stay inside one.
-  // Every term is an integer or a 32-bit fraction, so the sum is exact.
+  // Tiers of width steps + 1 each: the step and the machine's place (below 1) stay inside one.
+  // Every term is an integer below 2^15 (kMaxSharingPodSteps) or a 38-bit fraction, so the sum
+  // is exact.
+  static_assert(2 * kMaxSharingPodSteps + 1 < (1 << 15) && kMaxGpusPerNode < (1 << 7));
   const double tier = static_cast<double>(sharing_->steps) + 1.0;
   const bool apart = !sharing_->replica_spread || *sharing_->replica_spread >= scores.size() ||
                      scores[*sharing_->replica_spread] > 0.0;
   return (apart ? tier : 0.0) +
          FragmentationStep(scores[sharing_->fragmentation], sharing_->steps) +
-         FixedNodeOrder(node_name);
+         MachineOrder(e.evaluation->node_gpus, node_name);
 }
 
 std::string CandidateOrder::Describe() const {
   std::string out(ScoreNormalizationName(normalization_));
   if (sharing_ != nullptr) {
     out += " of the GPU-share order: replicas apart, then the fragmentation step of " +
-           std::to_string(sharing_->steps) + ", then a fixed node order";
+           std::to_string(sharing_->steps) + ", then smaller machines, then a fixed node order";
   }
   return out;
 }

@@ -9,8 +9,10 @@
 //      replica-spread component's score above 0) before one whose GPU does;
 //   2. then the fragmentation change, in FGD's coarse steps (FragmentationStep): a larger step
 //      is a smaller increase of the capacity that the workload mix can no longer use;
-//   3. then a fixed order of node names (FixedNodeOrder), the same for every pod, so that equal
-//      steps fill the same nodes first instead of scattering shares over the cluster.
+//   3. then smaller machines (fewer GPUs) first, and among machines of one size a fixed order of
+//      node names (MachineOrder), the same for every pod, so that equal steps fill the same
+//      nodes first instead of scattering shares over the cluster, and the larger machines stay
+//      whole longest.
 // The packing and other weighted components do not count for such pods: on the Alibaba
 // GPU-sharing trace, ordering within a step by the weighted score placed less (bench/README).
 // The evaluations and their caches are the same under both orders: only the order of nodes that
@@ -36,8 +38,12 @@ namespace gputopo::policies {
 int FragmentationStep(double fragmentation_score, int steps);
 
 // A node's place in the fixed order: a hash of its name (64-bit FNV-1a, so the same in every
-// build and replica) mapped into [0, 1). Distinct names rarely collide (32 bits).
+// build and replica) mapped into [0, 1). Distinct names rarely collide (31 bits).
 double FixedNodeOrder(std::string_view node_name);
+
+// A node's place within one fragmentation step, in [0, 1), higher first: fewer GPUs first, then
+// FixedNodeOrder. A multiple of 2^-38, so that a step (an integer up to 2^15) plus it is exact.
+double MachineOrder(int node_gpus, std::string_view node_name);
 
 // Whether `pod` takes a share of one GPU, and so is ordered by the sharing-pod rule where a
 // preset asks for it.

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "gputopo/machine_topology.h"
 #include "gputopo/well_known.h"
 #include "policies/engine/placement_context.h"
 #include "policies/locality/locality.h"
@@ -30,6 +31,10 @@ NodeEvaluation Reject(Verdict verdict, std::string reason, std::string detail) {
   e.reason = std::move(reason);
   e.detail = std::move(detail);
   return e;
+}
+
+uint8_t NodeGpus(const NodeState& node) {
+  return static_cast<uint8_t>(std::clamp(node.gpu_count(), 0, kMaxGpusPerNode));
 }
 
 std::string Plural(int n, std::string_view word) {
@@ -361,6 +366,7 @@ NodeEvaluation EvaluateGpuLess(const PodRequirements& pod, const NodeState& node
   e.verdict = Verdict::kFits;
   e.detail = "pod requests no GPU";
   e.weighted_score = kMaxComponentScore;
+  e.node_gpus = NodeGpus(node);
   if (!node.has_topology()) return e;
   const PlacementContext ctx = MakePlacementContext(pod, node, group_gpus);
   Scratch scratch;
@@ -397,6 +403,7 @@ NodeEvaluation EvaluatePlacement(const PodRequirements& pod, const NodeState& no
   e.weighted_score = search.WeightedScore(e.component_scores, gpus);
   e.candidates = candidates;
   e.locality_missed = !search.Meets(gpus);
+  e.node_gpus = NodeGpus(node);
   return e;
 }
 
@@ -494,6 +501,7 @@ NodeEvaluation EvaluateNode(const PodRequirements& pod, const NodeState& node, c
   e.heuristic = !exact;
   e.locality_missed = search.best_missed_locality();
   e.component_scores = search.ComponentScores(e.gpus);
+  e.node_gpus = NodeGpus(node);
   if (unique_best != nullptr) *unique_best = exact && search.best_unique();
   return e;
 }

@@ -92,6 +92,10 @@ struct NodeEvaluation {
   // is a tier above the weighted score); rank normalization also puts such nodes below every
   // node that meets it (normalize.h).
   bool locality_missed = false;
+  // The node's GPU count (0 in a rejection). Every node an evaluation is shared with has the
+  // same topology shape, so the same count; CandidateOrder ranks smaller machines first among
+  // share pods' equal steps.
+  uint8_t node_gpus = 0;
   bool fits() const { return verdict == Verdict::kFits; }
 };
 

@@ -48,7 +48,8 @@ struct PresetSpec {
   std::vector<ComponentSpec> components;
   std::string normalization = "minmax";  // how node scores become priorities: minmax | rank | none
   // "sharingPodSteps": order pods that take a share of one GPU by FGD's rule, the fragmentation
-  // change in this many steps and then a fixed node order (candidate_order.h); 0: off.
+  // change in this many steps, then smaller machines, then a fixed node order (candidate_order.h);
+  // 0: off.
   int sharing_pod_steps = 0;
 };
 

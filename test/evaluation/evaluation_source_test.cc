@@ -53,6 +53,9 @@ void ExpectSameAnswers(const Evaluations& cached, const Evaluations& plain,
     EXPECT_EQ(c.evaluation->gpus, p.evaluation->gpus) << name;
     EXPECT_DOUBLE_EQ(c.weighted_score, p.weighted_score) << name;
     EXPECT_EQ(c.evaluation->component_scores, p.evaluation->component_scores) << name;
+    EXPECT_EQ(c.evaluation->node_gpus, p.evaluation->node_gpus) << name;
+    EXPECT_EQ(c.evaluation->node_gpus, c.fits() ? snapshot.nodes()[positions[i]]->gpu_count() : 0)
+        << name;
     EXPECT_EQ(c.evaluation->reason, p.evaluation->reason) << name;
     EXPECT_EQ(c.evaluation->detail, p.evaluation->detail) << name;
   }

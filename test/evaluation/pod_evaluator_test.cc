@@ -118,6 +118,7 @@ TEST(PodEvaluatorTest, RelabeledNodeStatesShareOneSearchAndAnswerExactlyAsEvalua
         EXPECT_EQ(got.candidates, want.candidates) << node->name();
         EXPECT_EQ(got.heuristic, want.heuristic) << node->name();
         EXPECT_EQ(got.locality_missed, want.locality_missed) << node->name();
+        EXPECT_EQ(got.node_gpus, got.fits() ? node->gpu_count() : 0) << node->name();
         EXPECT_EQ(got.reason, want.reason) << node->name();
         EXPECT_EQ(got.detail, want.detail) << node->name();
       }

@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "policies/fragmentation/fragmentation.h"
@@ -101,6 +102,37 @@ TEST(FixedNodeOrderTest, IsAStableHashSpreadOverTheUnitInterval) {
   for (int q : quarters) EXPECT_GT(q, n / 4 - 60);
 }
 
+TEST(MachineOrderTest, SmallerMachinesFirstThenTheFixedOrderExactlyAfterAnyStep) {
+  const std::vector<std::string> names = {"a", "b", "node-1", "node-2", "openb-node-0042"};
+  for (const std::string& x : names) {
+    for (const std::string& y : names) {
+      // Fewer GPUs first, whatever the names.
+      EXPECT_GT(MachineOrder(2, x), MachineOrder(8, y)) << x << " " << y;
+      EXPECT_GT(MachineOrder(0, x), MachineOrder(1, y)) << x << " " << y;
+      EXPECT_GT(MachineOrder(63, x), MachineOrder(64, y)) << x << " " << y;
+      // One size: the fixed order of names.
+      EXPECT_EQ(MachineOrder(8, x) > MachineOrder(8, y), FixedNodeOrder(x) > FixedNodeOrder(y));
+    }
+  }
+  EXPECT_EQ(MachineOrder(-3, "a"), MachineOrder(0, "a")) << "clamped";
+  EXPECT_EQ(MachineOrder(99, "a"), MachineOrder(64, "a")) << "clamped";
+  // In [0, 1) and exact beside the largest tier and step: nodes that differ only in their place
+  // keep distinct inputs, and the step still decides first.
+  const double top = 2.0 * kMaxSharingPodSteps + 1.0;
+  std::set<double> inputs;
+  for (int gpus : {0, 1, 8, 64}) {
+    for (int i = 0; i < 200; ++i) {
+      const std::string name = "n" + std::to_string(i);
+      const double at = MachineOrder(gpus, name);
+      ASSERT_GE(at, 0.0);
+      ASSERT_LT(at, 1.0);
+      EXPECT_EQ((top + at) - top, at) << gpus << " " << name;
+      inputs.insert(top + at);
+    }
+  }
+  EXPECT_EQ(inputs.size(), 800u);
+}
+
 TEST(CandidateOrderTest, ASharePodGoesByStepThenTheFixedOrderNotByWeightedScore) {
   const auto preset = Build(PackSpec(100));
   ASSERT_NE(preset, nullptr);
@@ -140,6 +172,22 @@ TEST(CandidateOrderTest, ASharePodGoesByStepThenTheFixedOrderNotByWeightedScore)
             order.Input(EvaluationRef::To(shares_group), "b"));
   EXPECT_GT(order.Input(EvaluationRef::To(apart), "b"),
             order.Input(EvaluationRef::To(shares_group), "a"));
+
+  // Within one step a smaller machine comes first, whatever the names; then the fixed order.
+  NodeEvaluation small = x;
+  NodeEvaluation large = y;
+  small.node_gpus = 2;
+  large.node_gpus = 8;
+  for (const auto& [p, q] : {std::pair{"a", "b"}, std::pair{"b", "a"}}) {
+    EXPECT_GT(order.Input(EvaluationRef::To(small), p), order.Input(EvaluationRef::To(large), q));
+  }
+  // A higher step still wins over a smaller machine.
+  NodeEvaluation small_low = low_step;
+  small_low.node_gpus = 1;
+  NodeEvaluation large_high = high_step;
+  large_high.node_gpus = 8;
+  EXPECT_GT(order.Input(EvaluationRef::To(large_high), "a"),
+            order.Input(EvaluationRef::To(small_low), "b"));
 
   // Rank normalization then gives one node the top priority among equal evaluations.
   std::vector<std::optional<double>> inputs;
