@@ -11,7 +11,7 @@ using policies::NodeState;
 
 namespace {
 
-void Append(std::string& out, uint64_t value) {
+void Append(std::pmr::string& out, uint64_t value) {
   char bytes[sizeof(value)];
   std::memcpy(bytes, &value, sizeof(value));
   out.append(bytes, sizeof(value));

@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory_resource>
 #include <string>
 #include <unordered_map>
 
@@ -38,7 +39,7 @@ class SymmetricStates {
 
  private:
   struct Canonical {
-    std::string key;
+    std::pmr::string key;              // on the heap: a buffer reused from node to node
     std::array<uint8_t, 64> gpu_at{};  // canonical slot -> the node's GPU
   };
   // False when the machine has no symmetry worth keying on.
@@ -53,7 +54,11 @@ class SymmetricStates {
   const policies::PodRequirements& pod_;
   const policies::Preset& preset_;
   Canonical canonical_;  // Evaluate's scratch
-  std::unordered_map<std::string, Searched> searched_states_;
+  // The map's entries and their keys come from one arena, freed with this: a cold cycle's
+  // searches insert thousands of them on two threads at once, and malloc's one arena lock
+  // (app::TuneAllocator) made those threads wait on each other (bench/HISTORY.md, 2026-12-07).
+  std::pmr::monotonic_buffer_resource arena_;
+  std::pmr::unordered_map<std::pmr::string, Searched> searched_states_{&arena_};
   uint64_t searched_ = 0;
   uint64_t relabeled_ = 0;
 };
