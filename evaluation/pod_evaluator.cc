@@ -134,6 +134,11 @@ void PodEvaluator::RunSearches(std::vector<Search>& searches) {
   while (helper_symmetric_.size() < static_cast<size_t>(std::max(helpers.threads, 0))) {
     helper_symmetric_.push_back(std::make_unique<SymmetricStates>(pod_, preset_));
   }
+  // The answers' memory is allocated here, on this thread alone: with one malloc arena
+  // (app::TuneAllocator) two threads allocating at once sleep on its lock, which cost a cold
+  // cycle far more than these allocations do (bench/HISTORY.md, 2026-12-07).
+  std::vector<std::shared_ptr<NodeEvaluation>> made(searches.size());
+  for (std::shared_ptr<NodeEvaluation>& answer : made) answer = std::make_shared<NodeEvaluation>();
   // Each search is made by one thread, which alone writes its answer and its Search.
   ParallelFor(helpers, searches.size(), kSearchChunk, [&](int worker, size_t begin, size_t end) {
     SymmetricStates& symmetric =
@@ -147,8 +152,9 @@ void PodEvaluator::RunSearches(std::vector<Search>& searches) {
         s.plain = !s.node->has_topology();
         if (!s.plain && s.find_group) s.group = GroupGpusOf(*s.node);
       }
-      answers_[s.answer] = std::make_shared<const NodeEvaluation>(
-          s.plain ? EvaluateNode(pod_, *s.node, preset_, 0) : symmetric.Evaluate(*s.node, s.group));
+      *made[i] =
+          s.plain ? EvaluateNode(pod_, *s.node, preset_, 0) : symmetric.Evaluate(*s.node, s.group);
+      answers_[s.answer] = std::move(made[i]);
     }
   });
   // As Resolve queues its searches' answers: a node without topology's never.
