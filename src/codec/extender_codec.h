@@ -41,7 +41,9 @@ struct ExtenderArgs {
   // before and after it and nothing in it to escape: the parser returns only tokens without a
   // backslash as views (names with escapes are unescaped elsewhere), and rejects a request
   // with a raw control character in a string. Such a name can be copied into a reply as is.
-  bool IsRawToken(std::string_view name) const {
+  bool IsRawToken(std::string_view name) const { return IsRawTokenOf(text, name); }
+  // The same for a copy of `text` (a local the compiler need not reload).
+  static bool IsRawTokenOf(std::string_view text, std::string_view name) {
     const auto at = reinterpret_cast<uintptr_t>(name.data());
     const auto begin = reinterpret_cast<uintptr_t>(text.data());
     return at > begin && at + name.size() < begin + text.size();

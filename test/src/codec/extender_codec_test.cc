@@ -758,6 +758,60 @@ TEST(WritePriorityListTest, HostsCopiedFromTheRequestAreWrittenExactly) {
   EXPECT_EQ(parsed_reply[6], json({{"Host", "q\"uoted"}, {"Score", 10}}));
 }
 
+// Raw-token hosts of every length from 0 to 80 bytes (each way the writer copies a short name),
+// first in the list or after a written one, with scores inside and outside kube-scheduler's
+// 0..10: byte for byte what nlohmann writes for the same list.
+TEST(WritePriorityListTest, EveryHostLengthAndScoreAsNlohmannWritesThem) {
+  std::string names_json = "[";
+  for (size_t length = 0; length <= 80; ++length) {
+    std::string name;
+    for (size_t k = 0; k < length; ++k) name += static_cast<char>('a' + (length + k) % 26);
+    names_json += (length > 0 ? ",\"" : "\"") + name + "\"";
+  }
+  names_json += "]";
+  ExtenderRequestParser parser(kMaxBytes);
+  Result<const ExtenderArgs*> parsed =
+      parser.ParseArgs(R"({"Pod":)" + kPod + R"(,"NodeNames":)" + names_json + "}");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  const ExtenderArgs& args = **parsed;
+  ASSERT_EQ(args.node_names.size(), 81u);
+  const std::vector<int> kScores = {0,
+                                    1,
+                                    2,
+                                    3,
+                                    4,
+                                    5,
+                                    6,
+                                    7,
+                                    8,
+                                    9,
+                                    10,
+                                    11,
+                                    -1,
+                                    100,
+                                    -100,
+                                    1234,
+                                    std::numeric_limits<int>::min(),
+                                    std::numeric_limits<int>::max()};
+  const std::string elsewhere = "not-from-the-request";
+  for (bool written_first : {false, true}) {
+    std::vector<std::pair<std::string_view, int>> scores;
+    json expected = json::array();
+    if (written_first) {
+      scores.emplace_back(elsewhere, 5);
+      expected.push_back({{"Host", elsewhere}, {"Score", 5}});
+    }
+    for (size_t i = 0; i < args.node_names.size(); ++i) {
+      ASSERT_TRUE(args.IsRawToken(args.node_names[i])) << i;
+      const int score = kScores[i % kScores.size()];
+      scores.emplace_back(args.node_names[i], score);
+      expected.push_back({{"Host", std::string(args.node_names[i])}, {"Score", score}});
+    }
+    EXPECT_EQ(WritePriorityList(args, scores), expected.dump()) << written_first;
+    EXPECT_EQ(WritePriorityList(scores), expected.dump()) << written_first;
+  }
+}
+
 TEST(WritePriorityListTest, Empty) { EXPECT_EQ(Parse(WritePriorityList({})), json::array()); }
 
 TEST(WriteBindingResultTest, EmptyAndWithError) {
