@@ -5,6 +5,21 @@
 #include <functional>
 
 namespace gputopo::policies {
+namespace {
+
+// std::clamp(std::lround(v), 0, 10), inline: a prioritize at 5000 nodes called lround 5000
+// times. Exact for every finite v whose lround exists: below 0.5 (negatives included) it is 0,
+// from 9.5 on 10, and in between v + 0.5 is either exact or rounds without reaching the next
+// integer, so truncating it rounds halves away from zero as lround does. NaN gives 0; so did
+// lround's out-of-range result after the clamp, which for +infinity and values beyond LONG_MAX
+// gave 0 where this gives 10 (no score component produces them).
+int RoundToPriority(double v) {
+  if (!(v >= 0.5)) return 0;
+  if (v >= 9.5) return 10;
+  return static_cast<int>(v + 0.5);
+}
+
+}  // namespace
 
 std::vector<int> NormalizeScores(const std::vector<std::optional<double>>& weighted,
                                  ScoreNormalization mode) {
@@ -41,7 +56,7 @@ std::vector<int> NormalizeScores(const std::vector<std::optional<double>>& weigh
     if (!weighted[i]) continue;
     double v = *weighted[i];
     if (mode == ScoreNormalization::kMinMax) v = hi > lo ? 10.0 * (v - lo) / (hi - lo) : 10.0;
-    out[i] = static_cast<int>(std::clamp(std::lround(v), 0L, 10L));
+    out[i] = RoundToPriority(v);
   }
   return out;
 }

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <optional>
+#include <random>
 #include <vector>
 
 namespace gputopo::policies {
@@ -23,6 +25,28 @@ TEST(NormalizeScoresTest, NoneClampsToZeroToTenAndLeavesNodesThatDoNotFitAtZero)
   const double nan = std::numeric_limits<double>::quiet_NaN();
   EXPECT_EQ(None({-0.4, -0.5, -7.0, 10.5, 1e6, nan, std::nullopt}),
             (std::vector<int>{0, 0, 0, 10, 10, 0, 0}));
+}
+
+// The rounding is lround's, clamped, for every finite score: each half-way point between -1 and
+// 11 and the doubles right beside it, and random scores over -20..20 and 0..10.
+TEST(NormalizeScoresTest, NoneRoundsAsClampedLroundForAnyFiniteScore) {
+  std::vector<std::optional<double>> weighted;
+  for (int k = -2; k <= 22; ++k) {
+    const double half = k / 2.0;
+    for (double v : {half, std::nextafter(half, -100.0), std::nextafter(half, 100.0)}) {
+      weighted.push_back(v);
+    }
+  }
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> wide(-20.0, 20.0);
+  std::uniform_real_distribution<double> range(0.0, 10.0);
+  for (int i = 0; i < 100000; ++i) weighted.push_back(i % 2 == 0 ? wide(rng) : range(rng));
+  const std::vector<int> rounded = None(weighted);
+  ASSERT_EQ(rounded.size(), weighted.size());
+  for (size_t i = 0; i < weighted.size(); ++i) {
+    ASSERT_EQ(rounded[i], static_cast<int>(std::clamp(std::lround(*weighted[i]), 0L, 10L)))
+        << std::hexfloat << *weighted[i];
+  }
 }
 
 TEST(NormalizeScoresTest, MinMaxStretchesTheCandidatesOverZeroToTen) {
