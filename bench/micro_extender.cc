@@ -129,32 +129,6 @@ void BM_ParseFullNodes_Simdjson(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * f.body_nodes.size()));
 }
 
-// Parse + filter + reply, as the handler does, with the evaluation cache warm.
-void BM_FilterWarm(benchmark::State& state) {
-  Fixture& f = FixtureFor(static_cast<int>(state.range(0)));
-  extender::ExtenderRequestParser parser(256u << 20);
-  service::ExtenderService* service = &f.app->extender_service();
-  for (auto _ : state) {
-    auto args = parser.ParseArgs(f.body_names);
-    auto reply = service->Filter(**args);
-    benchmark::DoNotOptimize(extender::WriteFilterResult(**args, reply.outcomes));
-    f.app->decision_recorder().Flush();  // the commit, in this thread, as before
-  }
-}
-
-// Parse + prioritize + reply, as the handler does, with the evaluation cache warm.
-void BM_PrioritizeWarm(benchmark::State& state) {
-  Fixture& f = FixtureFor(static_cast<int>(state.range(0)));
-  extender::ExtenderRequestParser parser(256u << 20);
-  service::ExtenderService* service = &f.app->extender_service();
-  for (auto _ : state) {
-    auto args = parser.ParseArgs(f.body_names);
-    auto reply = service->Prioritize(**args);
-    benchmark::DoNotOptimize(extender::WritePriorityList(**args, reply.scores));
-    f.app->decision_recorder().Flush();  // the commit, in this thread, as before
-  }
-}
-
 // Evicts the CPU caches, as the rest of a server's work does between two requests.
 void EvictCaches() {
   static std::vector<char> junk(64u << 20);  // benchmark-local; larger than the L3
@@ -162,36 +136,38 @@ void EvictCaches() {
   benchmark::ClobberMemory();
 }
 
-// Parse + `verb` + reply over every node with the evaluation cache warm, starting each request
-// with cold CPU caches (what a server sees).
+// Parse + `verb` + reply over every node, as the handler does, with the evaluation cache warm;
+// with `evict`, each request starts with cold CPU caches (what a server sees).
 template <typename Verb>
-void RunEvicted(benchmark::State& state, Verb verb) {
+void RunWarm(benchmark::State& state, bool evict, Verb verb) {
   Fixture& f = FixtureFor(static_cast<int>(state.range(0)));
   extender::ExtenderRequestParser parser(256u << 20);
   for (auto _ : state) {
-    state.PauseTiming();
-    EvictCaches();
-    state.ResumeTiming();
+    if (evict) {
+      state.PauseTiming();
+      EvictCaches();
+      state.ResumeTiming();
+    }
     auto args = parser.ParseArgs(f.body_names);
     verb(*f.app, **args);
+    f.app->decision_recorder().Flush();  // the commit, in this thread, as before
   }
 }
 
-void BM_FilterWarmEvicted(benchmark::State& state) {
-  RunEvicted(state, [](app::App& app, const auto& args) {
-    auto reply = app.extender_service().Filter(args);
-    benchmark::DoNotOptimize(extender::WriteFilterResult(args, reply.outcomes));
-    app.decision_recorder().Flush();  // the commit, in this thread, as before
-  });
+void FilterAndReply(app::App& app, const extender::ExtenderArgs& args) {
+  auto reply = app.extender_service().Filter(args);
+  benchmark::DoNotOptimize(extender::WriteFilterResult(args, reply.outcomes));
 }
 
-void BM_PrioritizeWarmEvicted(benchmark::State& state) {
-  RunEvicted(state, [](app::App& app, const auto& args) {
-    auto reply = app.extender_service().Prioritize(args);
-    benchmark::DoNotOptimize(extender::WritePriorityList(args, reply.scores));
-    app.decision_recorder().Flush();  // the commit, in this thread, as before
-  });
+void PrioritizeAndReply(app::App& app, const extender::ExtenderArgs& args) {
+  auto reply = app.extender_service().Prioritize(args);
+  benchmark::DoNotOptimize(extender::WritePriorityList(args, reply.scores));
 }
+
+void BM_FilterWarm(benchmark::State& state) { RunWarm(state, false, FilterAndReply); }
+void BM_PrioritizeWarm(benchmark::State& state) { RunWarm(state, false, PrioritizeAndReply); }
+void BM_FilterWarmEvicted(benchmark::State& state) { RunWarm(state, true, FilterAndReply); }
+void BM_PrioritizeWarmEvicted(benchmark::State& state) { RunWarm(state, true, PrioritizeAndReply); }
 
 // The recorder's trim of one cycle's record (background work, on the CPUs the request path
 // shares): every node fits, with scores in random order (as kube-scheduler's candidates come),

@@ -29,6 +29,12 @@ const std::string kPod =
     R"({"metadata":{"name":"p1","namespace":"ns1","uid":"u-1"},)"
     R"("spec":{"containers":[{"name":"c","resources":{"requests":{"nvidia.com/gpu":"2"}}}]}})";
 
+// ExtenderArgs of kPod with `names_json` as NodeNames.
+Result<const ExtenderArgs*> ParseWithNames(ExtenderRequestParser& parser,
+                                           const std::string& names_json) {
+  return parser.ParseArgs(R"({"Pod":)" + kPod + R"(,"NodeNames":)" + names_json + "}");
+}
+
 // A compact Node object as kube-scheduler sends it.
 std::string NodeJson(const std::string& name, int gpus = 8) {
   return json{{"metadata", {{"name", name}, {"labels", {{"kubernetes.io/hostname", name}}}}},
@@ -619,8 +625,7 @@ TEST(WriteFilterResultTest, NamesCopiedFromTheRequestInRunsAreWrittenExactly) {
   const std::string names_json =
       R"(["n0","n1","n2", "n3" ,"n4","es\"c","n6","t\u0041b","n8","","n10","n11","n12","n13"])";
   ExtenderRequestParser parser(kMaxBytes);
-  Result<const ExtenderArgs*> parsed =
-      parser.ParseArgs(R"({"Pod":)" + kPod + R"(,"NodeNames":)" + names_json + "}");
+  Result<const ExtenderArgs*> parsed = ParseWithNames(parser, names_json);
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   const ExtenderArgs& args = **parsed;
   ASSERT_EQ(args.node_names.size(), 14u);
@@ -736,8 +741,7 @@ TEST(WriteFilterResultTest, ManyNodesWithEscapesRoundTrip) {
 TEST(WritePriorityListTest, HostsCopiedFromTheRequestAreWrittenExactly) {
   const std::string names_json = R"(["n0", "n1" ,"es\"c","t\u0041b","","n5"])";
   ExtenderRequestParser parser(kMaxBytes);
-  Result<const ExtenderArgs*> parsed =
-      parser.ParseArgs(R"({"Pod":)" + kPod + R"(,"NodeNames":)" + names_json + "}");
+  Result<const ExtenderArgs*> parsed = ParseWithNames(parser, names_json);
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   const ExtenderArgs& args = **parsed;
   ASSERT_EQ(args.node_names.size(), 6u);
@@ -770,29 +774,13 @@ TEST(WritePriorityListTest, EveryHostLengthAndScoreAsNlohmannWritesThem) {
   }
   names_json += "]";
   ExtenderRequestParser parser(kMaxBytes);
-  Result<const ExtenderArgs*> parsed =
-      parser.ParseArgs(R"({"Pod":)" + kPod + R"(,"NodeNames":)" + names_json + "}");
+  Result<const ExtenderArgs*> parsed = ParseWithNames(parser, names_json);
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   const ExtenderArgs& args = **parsed;
   ASSERT_EQ(args.node_names.size(), 81u);
-  const std::vector<int> kScores = {0,
-                                    1,
-                                    2,
-                                    3,
-                                    4,
-                                    5,
-                                    6,
-                                    7,
-                                    8,
-                                    9,
-                                    10,
-                                    11,
-                                    -1,
-                                    100,
-                                    -100,
-                                    1234,
-                                    std::numeric_limits<int>::min(),
-                                    std::numeric_limits<int>::max()};
+  std::vector<int> kScores = {100, -100, 1234, std::numeric_limits<int>::min(),
+                              std::numeric_limits<int>::max()};
+  for (int score = -1; score <= 11; ++score) kScores.push_back(score);
   const std::string elsewhere = "not-from-the-request";
   for (bool written_first : {false, true}) {
     std::vector<std::pair<std::string_view, int>> scores;
