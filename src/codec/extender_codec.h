@@ -74,6 +74,11 @@ class ExtenderRequestParser {
   Result<const ExtenderArgs*> ParseArgs(std::string_view body, size_t readable);
 
  private:
+  // One parse. Unless `check_names`, NodeNames entries are taken as the raw text between their
+  // quotes without looking for escapes in each: ParseArgs then looks for a backslash in all of
+  // them at once, and parses again with `check_names` when it finds one.
+  Result<const ExtenderArgs*> ParseOnce(std::string_view body, size_t readable, bool check_names);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

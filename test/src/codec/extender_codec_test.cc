@@ -205,6 +205,30 @@ TEST(ExtenderRequestParserTest, EscapedNodeNamesAreUnescaped) {
   EXPECT_THAT(Strings((*got)->node_names), ElementsAre("n-1", "a\"b", "plain", "c\\", ""));
 }
 
+// Names are taken unchecked and then searched for a backslash all at once: one escaped name
+// anywhere among many (first, in the middle, last) is found and unescaped, the others stay
+// views of the request; with none, every name is a view of the request.
+TEST(ExtenderRequestParserTest, OneEscapedNameAmongManyIsUnescapedWhereverItIs) {
+  for (size_t escaped : {size_t{0}, size_t{50}, size_t{99}, size_t{100}}) {
+    std::string names_json = "[";
+    for (size_t i = 0; i < 100; ++i) {
+      names_json += (i > 0 ? "," : "");
+      names_json += i == escaped ? R"("n\u002d)" + std::to_string(i) + R"(")"
+                                 : R"("n-)" + std::to_string(i) + R"(")";
+    }
+    names_json += "]";
+    ExtenderRequestParser parser(kMaxBytes);
+    Result<const ExtenderArgs*> got = ParseWithNames(parser, names_json);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    const ExtenderArgs& args = **got;
+    ASSERT_EQ(args.node_names.size(), 100u);
+    for (size_t i = 0; i < 100; ++i) {
+      EXPECT_EQ(args.node_names[i], "n-" + std::to_string(i)) << escaped;
+      EXPECT_EQ(args.IsRawToken(args.node_names[i]), i != escaped) << i << " " << escaped;
+    }
+  }
+}
+
 // A body with simdjson's padding readable past its end (a std::string's spare capacity) is
 // parsed where it is; one without is copied first. Both give the same answer.
 TEST(ExtenderRequestParserTest, ParsesInPlaceOnlyWithPaddingReadable) {
