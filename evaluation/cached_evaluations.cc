@@ -6,6 +6,7 @@
 
 #include "evaluation/nominated_claims.h"
 #include "evaluation/pod_evaluator.h"
+#include "gputopo/short_copy.h"
 
 namespace gputopo::evaluation {
 
@@ -78,13 +79,18 @@ void CachedEvaluations::Remember(const EvaluationQuery& query, uint64_t shape_id
   call->group.assign(query.pod.group);
   call->generation = query.snapshot.generation();
   call->positions.assign(answers.positions.begin(), answers.positions.end());
-  call->names.clear();
-  call->names.reserve(bytes);
-  call->ends.clear();
-  call->ends.reserve(query.candidates.size());
-  for (std::string_view name : query.candidates) {
-    call->names.append(name);
-    call->ends.push_back(static_cast<uint32_t>(call->names.size()));
+  // One resize each, then the names copied inline (CopyShort) through locals: stores through a
+  // char pointer would otherwise make the compiler reload the vectors every name.
+  const size_t count = query.candidates.size();
+  call->names.resize(bytes);
+  call->ends.resize(count);
+  const std::string_view* names = query.candidates.data();
+  uint32_t* ends = call->ends.data();
+  char* const begin = call->names.data();
+  char* at = begin;
+  for (size_t i = 0; i < count; ++i) {
+    at = CopyShort(at, names[i]);
+    ends[i] = static_cast<uint32_t>(at - begin);
   }
   call->per_node.assign(answers.per_node.begin(), answers.per_node.end());
   call->lease = answers.lease;

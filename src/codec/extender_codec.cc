@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "gputopo/short_copy.h"
 #include "src/codec/json_text.h"
 #include "src/codec/k8s_ondemand.h"
 
@@ -266,26 +267,6 @@ class ReplyBuffer {
   std::string out_;
   size_t at_ = 0;  // bytes written
 };
-
-// Copies `text` to `to` and returns the end of the copy. Texts of up to 32 bytes (a node name
-// with its quotes, mostly) are copied as two overlapping fixed-size moves, inline, instead of
-// through a call to memcpy: a prioritize reply copies thousands of them.
-[[gnu::always_inline]] inline char* CopyShort(char* to, std::string_view text) {
-  const char* from = text.data();
-  const size_t n = text.size();
-  if (n >= 16 && n <= 32) {
-    std::memcpy(to, from, 16);
-    std::memcpy(to + n - 16, from + n - 16, 16);
-  } else if (n >= 8 && n < 16) {
-    std::memcpy(to, from, 8);
-    std::memcpy(to + n - 8, from + n - 8, 8);
-  } else if (n > 32) {
-    std::memcpy(to, from, n);
-  } else {
-    for (size_t i = 0; i < n; ++i) to[i] = from[i];
-  }
-  return to + n;
-}
 
 // Writes a score (kube-scheduler's extender scores are 0..10, MaxExtenderPriority) and returns
 // the end; needs 11 bytes of room.
