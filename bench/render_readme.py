@@ -344,7 +344,11 @@ passed); a cycle's bookkeeping for `/debug` and `/metrics` runs on another threa
 reply. Both background threads run at a low CPU priority (`SCHED_BATCH` at nice 10; rows
 measured before 2026-12-06 ran them in `SCHED_IDLE`, see HISTORY.md).
 Cold requests evaluate every node's GPU sets from scratch; they are what the first pod of a new
-shape costs. This machine has 2 vCPUs shared with other tenants: the load generator and
+shape costs. `BM_CycleSteady` is what kube-scheduler asks per pod while it scales a Deployment
+up (each iteration a replica not seen before, filtered and then prioritized over every node);
+`BM_FilterWarm` and `BM_PrioritizeWarm` repeat one pod, whose filter the cache then answers
+from that pod's previous call; `BM_FilterNewGroup` is the first pod of a Deployment whose
+replicas ~20 nodes hold (those nodes are evaluated afresh). This machine has 2 vCPUs shared with other tenants: the load generator and
 gputopo's request thread share them, and repeated runs of the same build differ (the 100-node
 rows show the floor: p99 several times p50 for tiny work; the CPU-only rows below, such as
 `BM_ParseNodeNames_Nlohmann`, show how fast the machine was during the run).
