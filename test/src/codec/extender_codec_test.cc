@@ -802,9 +802,9 @@ TEST(WritePriorityListTest, EveryHostLengthAndScoreAsNlohmannWritesThem) {
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   const ExtenderArgs& args = **parsed;
   ASSERT_EQ(args.node_names.size(), 81u);
-  std::vector<int> kScores = {100, -100, 1234, std::numeric_limits<int>::min(),
-                              std::numeric_limits<int>::max()};
-  for (int score = -1; score <= 11; ++score) kScores.push_back(score);
+  std::vector<int> scores_to_try = {100, -100, 1234, std::numeric_limits<int>::min(),
+                                    std::numeric_limits<int>::max()};
+  for (int score = -1; score <= 11; ++score) scores_to_try.push_back(score);
   const std::string elsewhere = "not-from-the-request";
   for (bool written_first : {false, true}) {
     std::vector<std::pair<std::string_view, int>> scores;
@@ -815,7 +815,7 @@ TEST(WritePriorityListTest, EveryHostLengthAndScoreAsNlohmannWritesThem) {
     }
     for (size_t i = 0; i < args.node_names.size(); ++i) {
       ASSERT_TRUE(args.IsRawToken(args.node_names[i])) << i;
-      const int score = kScores[i % kScores.size()];
+      const int score = scores_to_try[i % scores_to_try.size()];
       scores.emplace_back(args.node_names[i], score);
       expected.push_back({{"Host", std::string(args.node_names[i])}, {"Score", score}});
     }
